@@ -1,0 +1,1 @@
+"""Pieces every part of fleetperf shares: settings, schemas, Kafka/registry plumbing."""
