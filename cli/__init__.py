@@ -1,0 +1,1 @@
+"""The `fleetperf` command line."""

@@ -1,0 +1,213 @@
+"""fleetperf: fleet-wide performance history for AIX LPARs, z/VM Linux guests and Linux hosts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from core import config
+from core.config import REPO_ROOT
+
+EPILOG = "Settings: config/fleetperf.toml; override any key with FLEETPERF__SECTION__KEY=value."
+
+
+def _tz(name: str):  # noqa: ANN202
+    return timezone.utc if name.upper() == "UTC" else ZoneInfo(name)
+
+
+def cmd_install(args: argparse.Namespace, s: config.Settings) -> int:
+    from stack import install
+
+    install.install_all(s)
+    print("runtimes cached under", s.cache_dir)
+    return 0
+
+
+def cmd_up(args: argparse.Namespace, s: config.Settings) -> int:
+    from stack.local import ORDER, LocalStack
+
+    only = tuple(args.only.split(",")) if args.only else ORDER
+    print(f"starting local stack (state in {s.state_dir})")
+    LocalStack(s).start(only)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, s: config.Settings) -> int:
+    from stack.local import LocalStack
+
+    LocalStack(s).stop()
+    print("stack stopped")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, s: config.Settings) -> int:
+    from stack.local import LocalStack
+
+    for name, pid, where, log in LocalStack(s).status():
+        state = f"running (pid {pid})" if pid else "stopped"
+        print(f"{name:<10} {state:<20} {where}\n{'':<10} log: {log}")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.publish import ingest
+
+    summary = ingest(s, args.paths, _tz(args.tz), force=args.force, progress=not args.no_progress)
+    print(summary.line())
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.nmon.simulate import simulate
+
+    start = datetime.fromisoformat(args.start) if args.start else _default_start(args.hours)
+    files = simulate(Path(args.out), args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed)
+    size = sum(f.stat().st_size for f in files)
+    print(f"wrote {len(files)} nmon files ({size / 1e6:.1f} MB) for {args.hosts} hosts to {args.out}")
+    return 0
+
+
+def _default_start(hours: float) -> datetime:
+    now = datetime.now().replace(second=0, microsecond=0)
+    return now - timedelta(hours=hours)
+
+
+def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.nmon.parser import parse_file
+
+    out = sys.stdout
+    for name in args.files:
+        for emitted in parse_file(Path(name), _tz(args.tz)):
+            out.write(json.dumps({"topic": s.topic(emitted.topic_key).name, **emitted.record}) + "\n")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace, s: config.Settings) -> int:
+    from cli.sql_client import QueryError, query
+
+    try:
+        columns, rows = query(s, args.statement)
+    except QueryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row)), default=str))
+    else:
+        print("\t".join(columns))
+        for row in rows:
+            print("\t".join("" if v is None else str(v) for v in row))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
+    from cli.sql_client import query, wait_stable
+    from ingest.nmon.simulate import simulate
+    from ingest.publish import ingest
+    from stack import install
+    from stack.local import LocalStack
+
+    t0 = time.monotonic()
+    print("1/5 installing runtimes (cached after the first run)")
+    install.install_all(s)
+    print("2/5 starting the local stack")
+    LocalStack(s).start()
+    out = s.state_dir / "demo" / "nmon"
+    start = _default_start(args.hours)
+    files = simulate(out, args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed)
+    print(f"3/5 simulated {len(files)} nmon files for {args.hosts} hosts, {args.hours} h at {args.interval} s")
+    summary = ingest(s, [str(out)], timezone.utc, progress=not args.no_progress)
+    print(f"4/5 ingested: {summary.line()}")
+    print("5/5 waiting for Flink's windows to land in ClickHouse")
+    wait_stable(s, "SELECT count() FROM derived_metrics_v", timeout=180)
+    print("\nrows per table:")
+    for table in ("cpu_samples_v", "derived_metrics_v", "dead_letters", "host_cpu_minute"):
+        print(f"  {table:<20} {query(s, f'SELECT count() FROM {table}')[1][0][0]:>10}")
+    print(f"\nready in {time.monotonic() - t0:.0f}s")
+    print(f"Superset: {s.superset_url}/superset/dashboard/fleet-cpu/  (user {s['superset']['admin_user']}, "
+          f"password {s['superset']['admin_password']})")
+    print("SQL:      ./fleetperf sql \"SELECT * FROM host_cpu_minute ORDER BY minute DESC LIMIT 10\"")
+    print("stop:     ./fleetperf down")
+    return 0
+
+
+def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
+    from stack import install
+
+    install.install_all(s)
+    print("== Java unit tests (stream-jobs)", flush=True)
+    java = subprocess.run(["mvn", "-q", "-B", "test"], cwd=REPO_ROOT / "stream-jobs")
+    print("== Python unit and integration tests", flush=True)
+    py = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=REPO_ROOT)
+    print("== ruff", flush=True)
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "."], cwd=REPO_ROOT)
+    return java.returncode or py.returncode or lint.returncode
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fleetperf", description=__doc__, epilog=EPILOG)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func, help_: str) -> argparse.ArgumentParser:  # noqa: ANN001
+        sp = sub.add_parser(name, help=help_, description=help_, epilog=EPILOG)
+        sp.set_defaults(func=func)
+        return sp
+
+    add("install", cmd_install, "fetch Kafka, Apicurio Registry and build the Flink job (cached)")
+    up = add("up", cmd_up, "start the local stack: Kafka, registry, Flink job, warehouse (sink + Superset)")
+    up.add_argument("--only", help="comma-separated subset of kafka,registry,flink,warehouse")
+    add("down", cmd_down, "stop the local stack (no process is left behind)")
+    add("status", cmd_status, "what runs, where, and its log file")
+
+    ing = add("ingest", cmd_ingest, "publish nmon files, directories or globs to Kafka (skips what was published)")
+    ing.add_argument("paths", nargs="+", help="files (.nmon, .nmon.gz), directories or quoted globs")
+    ing.add_argument("--tz", default="UTC", help="time zone of the nmon timestamps (default UTC), e.g. Europe/Berlin")
+    ing.add_argument("--force", action="store_true", help="publish again even if already published")
+    ing.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    sim = add("simulate", cmd_simulate, "write a synthetic fleet of nmon files")
+    sim.add_argument("--out", required=True, help="output directory")
+    sim.add_argument("--hosts", type=int, default=6)
+    sim.add_argument("--hours", type=float, default=2.0)
+    sim.add_argument("--interval", type=int, default=10, help="seconds between snapshots")
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--start", help="ISO start time (default: now minus --hours)")
+
+    parse = add("parse", cmd_parse, "decode files and print the records as JSON lines (no Kafka needed)")
+    parse.add_argument("source", choices=["nmon"])
+    parse.add_argument("files", nargs="+")
+    parse.add_argument("--tz", default="UTC")
+
+    sql = add("sql", cmd_sql, "run one SQL statement against the warehouse")
+    sql.add_argument("statement")
+    sql.add_argument("--format", choices=["tsv", "json"], default="tsv")
+
+    demo = add("demo", cmd_demo, "install, start the stack, simulate a fleet, ingest it and serve the dashboard")
+    demo.add_argument("--hosts", type=int, default=6)
+    demo.add_argument("--hours", type=float, default=2.0)
+    demo.add_argument("--interval", type=int, default=10)
+    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--no-progress", action="store_true")
+
+    test = add("test", cmd_test, "run the whole test suite (JUnit, pytest incl. integration, ruff)")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args, config.load())
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"fleetperf {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Fetches the runtimes the local stack needs into the cache (Maven Central only) and builds the job jar."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+from core.config import REPO_ROOT, Settings
+
+KAFKA_POM = REPO_ROOT / "stack" / "downloads" / "kafka-broker.pom.xml"
+JOBS_DIR = REPO_ROOT / "stream-jobs"
+JOB_JAR = JOBS_DIR / "target" / "fleetperf-stream-jobs.jar"
+
+
+def _mvn(*args: str, cwd: Path | None = None) -> None:
+    cmd = ["mvn", "-q", "-B", *args]
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+
+
+def kafka_libs(settings: Settings) -> Path:
+    libs = settings.cache_dir / f"kafka-{settings['kafka']['version']}" / "libs"
+    if not (libs / f"kafka_2.13-{settings['kafka']['version']}.jar").exists():
+        print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
+        _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}")
+    return libs
+
+
+def registry_jar(settings: Settings) -> Path:
+    version = settings["registry"]["version"]
+    home = settings.cache_dir / f"apicurio-{version}"
+    jar = home / f"apicurio-registry-app-{version}-runner.jar"
+    if jar.exists():
+        return jar
+    print(f"fetching Apicurio Registry {version} into {home}")
+    home.mkdir(parents=True, exist_ok=True)
+    _mvn("dependency:copy", f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
+         f"-DoutputDirectory={home}")
+    archive = home / f"apicurio-registry-app-{version}-all.tar.gz"
+    with tarfile.open(archive) as tar:
+        tar.extractall(home, filter="data")
+    archive.unlink()
+    found = list(home.rglob(jar.name))
+    if not found:
+        raise RuntimeError(f"{jar.name} not found in the Apicurio archive under {home}")
+    if found[0] != jar:
+        # the archive nests the app one folder down; keep its lib/ beside the runner jar
+        for item in found[0].parent.iterdir():
+            item.rename(home / item.name)
+    return jar
+
+
+def job_jar(force: bool = False) -> Path:
+    sources = [p for p in (JOBS_DIR / "src" / "main").rglob("*") if p.is_file()]
+    sources += [JOBS_DIR / "pom.xml", *(REPO_ROOT / "schemas").glob("*.avsc")]
+    newest = max(p.stat().st_mtime for p in sources)
+    if force or not JOB_JAR.exists() or JOB_JAR.stat().st_mtime < newest:
+        print("building the Flink job jar (mvn package)")
+        _mvn("package", "-DskipTests", cwd=JOBS_DIR)
+    return JOB_JAR
+
+
+def install_all(settings: Settings) -> None:
+    kafka_libs(settings)
+    registry_jar(settings)
+    job_jar()

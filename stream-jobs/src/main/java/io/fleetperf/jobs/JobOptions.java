@@ -1,0 +1,62 @@
+package io.fleetperf.jobs;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Command-line options of the job. The values come from config/fleetperf.toml through the CLI
+ * that starts the job, so topic names and ports are defined in one place only.
+ */
+public final class JobOptions {
+  public final String bootstrap;
+  public final String registryUrl;
+  public final String sourceTopic;
+  public final String sinkTopic;
+  public final String groupId;
+  public final Duration window;
+  public final Duration outOfOrderness;
+  public final Duration idleFlush;
+  public final Duration checkpointInterval;
+  public final int restPort;
+
+  private JobOptions(Map<String, String> m) {
+    bootstrap = required(m, "bootstrap");
+    registryUrl = required(m, "registry");
+    sourceTopic = required(m, "source-topic");
+    sinkTopic = required(m, "sink-topic");
+    groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
+    window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
+    outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
+    idleFlush = Duration.ofSeconds(Long.parseLong(m.getOrDefault("idle-flush-seconds", "5")));
+    checkpointInterval =
+        Duration.ofSeconds(Long.parseLong(m.getOrDefault("checkpoint-interval-seconds", "10")));
+    restPort = Integer.parseInt(m.getOrDefault("rest-port", "0"));
+  }
+
+  public static JobOptions parse(String[] args) {
+    Map<String, String> m = new HashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      if (!a.startsWith("--") || i + 1 >= args.length) {
+        throw new IllegalArgumentException("expected --name value pairs, got: " + a + usage());
+      }
+      m.put(a.substring(2), args[++i]);
+    }
+    return new JobOptions(m);
+  }
+
+  private static String required(Map<String, String> m, String key) {
+    String v = m.get(key);
+    if (v == null || v.isBlank()) {
+      throw new IllegalArgumentException("missing --" + key + usage());
+    }
+    return v;
+  }
+
+  private static String usage() {
+    return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T"
+        + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
+        + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--rest-port P]";
+  }
+}
