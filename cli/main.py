@@ -7,12 +7,16 @@ import json
 import subprocess
 import sys
 import time
+import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from core import config
 from core.config import REPO_ROOT
+
+# authlib (pulled in by the registry client) warns about its own httpx shim on every import
+warnings.filterwarnings("ignore", message="The httpx module is deprecated")
 
 EPILOG = "Settings: config/fleetperf.toml; override any key with FLEETPERF__SECTION__KEY=value."
 

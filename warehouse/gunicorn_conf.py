@@ -2,9 +2,9 @@
 path; a second process could not open it), threads for concurrency, no --preload so the master
 never touches chDB. The worker starts the sink and the SQL endpoint beside Superset."""
 
-from core import config
+from core.config import load as _load_settings
 
-_settings = config.load()
+_settings = _load_settings()
 bind = f"{_settings['superset']['host']}:{_settings['superset']['port']}"
 workers = 1
 worker_class = "gthread"

@@ -1,8 +1,6 @@
 package io.fleetperf.jobs;
 
-import java.time.Duration;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
@@ -10,17 +8,13 @@ import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
-import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
-import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
-import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
-import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Per-host tumbling event-time windows over CpuSample records: steal_pct, physc and entc_pct.
- * cpu-samples topic -> windows keyed by host_id -> derived-metrics topic.
+ * cpu-samples topic -> windows keyed by host_id ({@link PerHostCpuWindows}) -> derived-metrics topic.
  */
 public final class CpuWindowJob {
   private CpuWindowJob() {}
@@ -48,18 +42,19 @@ public final class CpuWindowJob {
             .setDeserializer(new CpuSampleDeserializer(o.registryUrl))
             .build();
 
-    WatermarkStrategy<CpuSample> watermarks =
-        WatermarkStrategy.<CpuSample>forBoundedOutOfOrderness(o.outOfOrderness)
-            .withTimestampAssigner((s, previous) -> s.ts)
-            .withIdleness(Duration.ofSeconds(30));
-
-    DataStream<DerivedMetric> metrics =
-        env.fromSource(source, watermarks, "cpu-samples")
+    // Event time is kept per host inside PerHostCpuWindows, not as a partition-wide watermark.
+    SingleOutputStreamOperator<DerivedMetric> metrics =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "cpu-samples")
             .keyBy(s -> s.hostId)
-            .window(TumblingEventTimeWindows.of(o.window))
-            .trigger(new EventTimeOrIdleTrigger(o.idleFlush))
-            .aggregate(new Sum(), new Emit())
+            .process(
+                new PerHostCpuWindows(
+                    o.window.toMillis(), o.outOfOrderness.toMillis(), o.idleFlush.toMillis()))
             .name("cpu-window");
+    metrics
+        .getSideOutput(PerHostCpuWindows.LATE)
+        .map(s -> s.hostId + " " + s.ts)
+        .name("late-samples")
+        .print("late cpu sample (window already closed for host)");
 
     KafkaSink<DerivedMetric> sink =
         KafkaSink.<DerivedMetric>builder()
@@ -73,42 +68,5 @@ public final class CpuWindowJob {
             .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
             .build();
     metrics.sinkTo(sink).name("derived-metrics");
-  }
-
-  static final class Sum implements AggregateFunction<CpuSample, CpuWindowAccumulator, CpuWindowAccumulator> {
-    @Override
-    public CpuWindowAccumulator createAccumulator() {
-      return new CpuWindowAccumulator();
-    }
-
-    @Override
-    public CpuWindowAccumulator add(CpuSample value, CpuWindowAccumulator acc) {
-      return acc.add(value);
-    }
-
-    @Override
-    public CpuWindowAccumulator getResult(CpuWindowAccumulator acc) {
-      return acc;
-    }
-
-    @Override
-    public CpuWindowAccumulator merge(CpuWindowAccumulator a, CpuWindowAccumulator b) {
-      return a.merge(b);
-    }
-  }
-
-  static final class Emit extends ProcessWindowFunction<CpuWindowAccumulator, DerivedMetric, String, TimeWindow> {
-    @Override
-    public void process(
-        String hostId, Context ctx, Iterable<CpuWindowAccumulator> sums, Collector<DerivedMetric> out) {
-      TimeWindow w = ctx.window();
-      boolean isFinal = ctx.currentWatermark() >= w.maxTimestamp();
-      long now = System.currentTimeMillis();
-      for (CpuWindowAccumulator acc : sums) {
-        for (DerivedMetric m : acc.metrics(hostId, w.getStart(), w.getEnd(), isFinal, now)) {
-          out.collect(m);
-        }
-      }
-    }
   }
 }

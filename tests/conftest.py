@@ -1,0 +1,28 @@
+"""Shared fixtures. Integration tests (marked `integration`) get real services from tests/providers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core import config
+
+CORPUS = Path(os.environ.get("FLEETPERF_CORPUS", config.REPO_ROOT.parent / "shared" / "corpus")).resolve()
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.fail(f"corpus not found at {CORPUS}; set FLEETPERF_CORPUS")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[config.Settings]:
+    from tests.providers import services
+
+    with services(tmp_path_factory.mktemp("stack")) as settings:
+        yield settings

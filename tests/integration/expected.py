@@ -1,0 +1,66 @@
+"""Independent reference computation for the end-to-end test: reads nmon text with the csv module
+(not the project's parser) and computes the 1-minute window metrics the pipeline must produce."""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
+    """host id, interval, {tag: {"ts": epoch seconds, "steal": .., "physc": .., "entitled": ..}}"""
+    meta: dict[str, list[str]] = {}
+    headers: dict[str, list[str]] = {}
+    snaps: dict[str, dict[str, float]] = defaultdict(dict)
+    with open(path, newline="") as handle:
+        for row in csv.reader(handle):
+            if not row:
+                continue
+            tag = row[0]
+            if tag == "AAA":
+                meta[row[1]] = row[2:]
+            elif tag == "ZZZZ":
+                ts = datetime.strptime(f"{row[3]} {row[2]}", "%d-%b-%Y %H:%M:%S").replace(tzinfo=timezone.utc)
+                snaps[row[1]]["ts"] = ts.timestamp()
+            elif tag in ("CPU_ALL", "LPAR"):
+                if not row[1].startswith("T"):
+                    headers[tag] = [h.strip() for h in row[2:]]
+                    continue
+                values = dict(zip(headers[tag], row[2:]))
+                if tag == "CPU_ALL" and values.get("Steal%", "") != "":
+                    snaps[row[1]]["steal"] = float(values["Steal%"])
+                if tag == "LPAR":
+                    snaps[row[1]]["physc"] = float(values["PhysicalCPU"])
+                    snaps[row[1]]["entitled"] = float(values["entitled"])
+    host = meta["host"][0]
+    if "SerialNumber" in meta and "LPARNumberName" in meta:
+        host = f"{meta['SerialNumber'][0]}-{meta['LPARNumberName'][0]}"
+    return host, float(meta["interval"][0]), dict(snaps)
+
+
+def window_metrics(path: Path, window_s: int = 60) -> dict[tuple[str, str, int], tuple[float, int]]:
+    """{(host_id, metric, window_start_epoch_s): (value, samples)} with ratio-of-sums semantics."""
+    host, dt, snaps = snapshots(path)
+    sums: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for s in snaps.values():
+        start = int(s["ts"] // window_s * window_s)
+        acc = sums[start]
+        acc["n"] += 1
+        if "steal" in s:
+            acc["steal_t"] += dt
+            acc["steal"] += s["steal"] * dt
+        if "physc" in s:
+            acc["lpar_t"] += dt
+            acc["physc"] += s["physc"] * dt
+            acc["ent"] += s["entitled"] * dt
+    out = {}
+    for start, acc in sums.items():
+        n = int(acc["n"])
+        if acc["steal_t"]:
+            out[(host, "steal_pct", start)] = (acc["steal"] / acc["steal_t"], n)
+        if acc["lpar_t"]:
+            out[(host, "physc", start)] = (acc["physc"] / acc["lpar_t"], n)
+            out[(host, "entc_pct", start)] = (100 * acc["physc"] / acc["ent"], n)
+    return out
