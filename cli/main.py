@@ -59,6 +59,36 @@ def cmd_status(args: argparse.Namespace, s: config.Settings) -> int:
     return 0
 
 
+def cmd_warehouse(args: argparse.Namespace, s: config.Settings) -> int:
+    import os
+
+    from stack.local import LocalStack
+    from warehouse import superset_setup
+
+    stack = LocalStack(s)
+    superset_setup.prepare(s, stack.superset_env())
+    proc = stack.warehouse()
+    os.environ.update(proc.env)
+    os.execv(proc.argv[0], proc.argv)  # gunicorn in the foreground (containers, systemd)
+
+
+def cmd_sink(args: argparse.Namespace, s: config.Settings) -> int:
+    import logging
+
+    from warehouse.clickhouse import migrate
+    from warehouse.sink import Sink
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ch, ran = migrate(s)
+    print(f"migrations applied: {ran or 'none needed'}; consuming {', '.join(t.name for t in s.topics.values())}")
+    sink = Sink(s, ch)
+    try:
+        sink.run()
+    except KeyboardInterrupt:
+        sink.stop()
+    return 0
+
+
 def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
     from ingest.publish import ingest
 
@@ -168,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--only", help="comma-separated subset of kafka,registry,flink,warehouse")
     add("down", cmd_down, "stop the local stack (no process is left behind)")
     add("status", cmd_status, "what runs, where, and its log file")
+    add("warehouse", cmd_warehouse,
+        "run the warehouse process (sink + SQL endpoint + Superset) in the foreground, e.g. in a container")
+    add("sink", cmd_sink, "run only the Kafka->ClickHouse sink in the foreground (for a real ClickHouse server)")
 
     ing = add("ingest", cmd_ingest, "publish nmon files, directories or globs to Kafka (skips what was published)")
     ing.add_argument("paths", nargs="+", help="files (.nmon, .nmon.gz), directories or quoted globs")

@@ -1,0 +1,98 @@
+"""nmon parser against the real third-party files of the corpus and against edge cases."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from ingest.nmon.parser import parse_file
+
+
+def records(path: Path, **kw) -> tuple[list[dict], list[dict]]:
+    good, bad = [], []
+    for e in parse_file(path, **kw):
+        (bad if e.topic_key == "dead_letters" else good).append(e.record)
+    return good, bad
+
+
+def ms(text: str) -> int:
+    return int(datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
+def test_aix_lpar_physc_and_entitlement(corpus: Path) -> None:
+    good, bad = records(corpus / "nmon" / "aix71_aixlpar_nmon2influxdb.nmon")
+    assert bad == []
+    assert len(good) == 187
+    t2 = next(r for r in good if r["origin_snapshot"] == "T0002")
+    # LPAR,T0002,1.429,7,28,16,1.30,...   CPU_ALL,T0002,33.1,31.4,0.1,35.4,,28
+    assert (t2["physc"], t2["entitled"], t2["virtual_cpus"]) == (1.429, 1.30, 7)
+    assert (t2["user_pct"], t2["sys_pct"], t2["wait_pct"], t2["idle_pct"]) == (33.1, 31.4, 0.1, 35.4)
+    assert t2["steal_pct"] is None
+    assert t2["host_id"] == "0123456A-6"  # SerialNumber + LPAR number survive host renames
+    assert t2["hostname"] == "aixlpar"
+    assert good[0]["ts"] == ms("2016-02-10 17:28:10")
+    assert t2["interval_s"] == 300.0
+
+
+def test_linux_steal_column(corpus: Path) -> None:
+    good, bad = records(corpus / "nmon" / "linux_fc21_nmon15h_nmon2influxdb.nmon")
+    assert bad == []
+    # 48 ZZZZ lines, the last one with no data after it (nmon stopped mid-snapshot)
+    assert len(good) == 47
+    t3 = next(r for r in good if r["origin_snapshot"] == "T0003")
+    assert (t3["user_pct"], t3["sys_pct"], t3["wait_pct"], t3["idle_pct"], t3["steal_pct"], t3["cpus"]) == (
+        23.4, 4.4, 14.0, 58.3, 0.0, 4)
+    assert t3["ts"] == ms("2015-08-18 10:25:26")
+
+
+def test_nmon13_has_no_steal_column(corpus: Path) -> None:
+    good, bad = records(corpus / "nmon" / "linux_ubuntu_nmon13g_pyNmonAnalyzer.nmon")
+    assert bad == [] and len(good) == 120
+    assert {r["steal_pct"] for r in good} == {None}
+    assert good[0]["user_pct"] == 6.5 and good[0]["cpus"] == 6
+
+
+@pytest.mark.parametrize("name,count", [("linux_centos7_kvm_nmon16g_small.nmon", 6),
+                                        ("linux_centos7_kvm_nmon16g_1000snap.nmon", 1000)])
+def test_centos_files(corpus: Path, name: str, count: int) -> None:
+    good, bad = records(corpus / "nmon" / name)
+    assert bad == [] and len(good) == count
+    assert {r["host_id"] for r in good} == {"VM-12-13-centos"}
+
+
+def test_gzip_input_and_time_zone(tmp_path: Path, corpus: Path) -> None:
+    src = corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon"
+    gz = tmp_path / "small.nmon.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    plain, _ = records(src)
+    packed, _ = records(gz, tz=ZoneInfo("Europe/Berlin"))
+    assert len(packed) == len(plain)
+    # same wall clock in Berlin (UTC+2 in June) is two hours earlier in UTC
+    assert plain[0]["ts"] - packed[0]["ts"] == 2 * 3600 * 1000
+
+
+def test_data_before_its_zzzz_line_and_garbage(tmp_path: Path) -> None:
+    f = tmp_path / "odd.nmon"
+    f.write_text(
+        "AAA,host,odd\nAAA,interval,60\n"
+        "CPU_ALL,CPU Total odd,User%  ,Sys%  ,Wait%,Idle%,Steal%,Busy,CPUs\n"
+        "CPU_ALL,T0001,1.0,2.0,0.0,96.0,1.0,,2\n"
+        "ZZZZ,T0001,00:01:00,01-JAN-2024\n"
+        "\x00\x01binary junk\n"
+        "ZZZZ,T0002,00:02:00,01-JAN-2024\n"
+        "CPU_ALL,T0002,5.0,x,0.0,90.0,5.0,,2\n"
+        "CPU_ALL,T0003,3.0,3.0,0.0,93.0,1.0,,2\n"
+    )
+    good, bad = records(f)
+    assert [r["origin_snapshot"] for r in good] == ["T0001"]
+    assert good[0]["user_pct"] == 1.0 and good[0]["steal_pct"] == 1.0  # header blanks stripped
+    assert [(b["line"], b["error"].split(":")[0]) for b in bad] == [
+        (6, "not an nmon line (no section tag)"),
+        (8, "sys_pct"),
+        (9, "snapshot T0003 has data but no ZZZZ time line (file cut short?)"),
+    ]
+    assert bad[0]["byte_offset"] == len("".join(f.read_text().splitlines(keepends=True)[:5]).encode())
