@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -22,7 +22,7 @@ EPILOG = "Settings: config/fleetperf.toml; override any key with FLEETPERF__SECT
 
 
 def _tz(name: str):  # noqa: ANN202
-    return timezone.utc if name.upper() == "UTC" else ZoneInfo(name)
+    return UTC if name.upper() == "UTC" else ZoneInfo(name)
 
 
 def cmd_install(args: argparse.Namespace, s: config.Settings) -> int:
@@ -132,7 +132,7 @@ def cmd_sql(args: argparse.Namespace, s: config.Settings) -> int:
         return 1
     if args.format == "json":
         for row in rows:
-            print(json.dumps(dict(zip(columns, row)), default=str))
+            print(json.dumps(dict(zip(columns, row, strict=True)), default=str))
     else:
         print("\t".join(columns))
         for row in rows:
@@ -156,7 +156,7 @@ def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     start = _default_start(args.hours)
     files = simulate(out, args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed)
     print(f"3/5 simulated {len(files)} nmon files for {args.hosts} hosts, {args.hours} h at {args.interval} s")
-    summary = ingest(s, [str(out)], timezone.utc, progress=not args.no_progress)
+    summary = ingest(s, [str(out)], UTC, progress=not args.no_progress)
     print(f"4/5 ingested: {summary.line()}")
     print("5/5 waiting for Flink's windows to land in ClickHouse")
     wait_stable(s, "SELECT count() FROM derived_metrics_v", timeout=180)
@@ -164,9 +164,11 @@ def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     for table in ("cpu_samples_v", "derived_metrics_v", "dead_letters", "host_cpu_minute"):
         print(f"  {table:<20} {query(s, f'SELECT count() FROM {table}')[1][0][0]:>10}")
     print(f"\nready in {time.monotonic() - t0:.0f}s")
-    print(f"Superset: {s.superset_url}/superset/dashboard/fleet-cpu/  (user {s['superset']['admin_user']}, "
-          f"password {s['superset']['admin_password']})")
-    print("SQL:      ./fleetperf sql \"SELECT * FROM host_cpu_minute ORDER BY minute DESC LIMIT 10\"")
+    print(
+        f"Superset: {s.superset_url}/superset/dashboard/fleet-cpu/  (user {s['superset']['admin_user']}, "
+        f"password {s['superset']['admin_password']})"
+    )
+    print('SQL:      ./fleetperf sql "SELECT * FROM host_cpu_minute ORDER BY minute DESC LIMIT 10"')
     print("stop:     ./fleetperf down")
     return 0
 
@@ -198,8 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--only", help="comma-separated subset of kafka,registry,flink,warehouse")
     add("down", cmd_down, "stop the local stack (no process is left behind)")
     add("status", cmd_status, "what runs, where, and its log file")
-    add("warehouse", cmd_warehouse,
-        "run the warehouse process (sink + SQL endpoint + Superset) in the foreground, e.g. in a container")
+    add(
+        "warehouse",
+        cmd_warehouse,
+        "run the warehouse process (sink + SQL endpoint + Superset) in the foreground, e.g. in a container",
+    )
     add("sink", cmd_sink, "run only the Kafka->ClickHouse sink in the foreground (for a real ClickHouse server)")
 
     ing = add("ingest", cmd_ingest, "publish nmon files, directories or globs to Kafka (skips what was published)")

@@ -98,8 +98,7 @@ class Settings:
     @cached_property
     def topics(self) -> dict[str, Topic]:
         return {
-            key: Topic(key, spec["name"], spec["schema"], spec["table"])
-            for key, spec in self.raw["topics"].items()
+            key: Topic(key, spec["name"], spec["schema"], spec["table"]) for key, spec in self.raw["topics"].items()
         }
 
     def topic(self, key: str) -> Topic:

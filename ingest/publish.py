@@ -31,8 +31,10 @@ class Summary:
     def line(self) -> str:
         mb = self.bytes / 1e6
         rate = mb / self.seconds if self.seconds else 0.0
-        return (f"files {self.files} (skipped, already published: {self.skipped}), records {self.records}, "
-                f"errors {self.errors}, {mb:.1f} MB in {self.seconds:.1f}s ({rate:.1f} MB/s)")
+        return (
+            f"files {self.files} (skipped, already published: {self.skipped}), records {self.records}, "
+            f"errors {self.errors}, {mb:.1f} MB in {self.seconds:.1f}s ({rate:.1f} MB/s)"
+        )
 
 
 def expand(inputs: Iterable[str]) -> Iterator[Path]:
@@ -50,8 +52,9 @@ def expand(inputs: Iterable[str]) -> Iterator[Path]:
                 raise FileNotFoundError(f"no such file: {path}")
 
 
-def ingest(settings: Settings, inputs: Iterable[str], tz: tzinfo, force: bool = False,
-           progress: bool = True) -> Summary:
+def ingest(
+    settings: Settings, inputs: Iterable[str], tz: tzinfo, force: bool = False, progress: bool = True
+) -> Summary:
     files = list(expand(inputs))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
     producer = AvroProducer(settings)

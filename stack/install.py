@@ -36,8 +36,11 @@ def registry_jar(settings: Settings) -> Path:
         return jar
     print(f"fetching Apicurio Registry {version} into {home}")
     home.mkdir(parents=True, exist_ok=True)
-    _mvn("dependency:copy", f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
-         f"-DoutputDirectory={home}")
+    _mvn(
+        "dependency:copy",
+        f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
+        f"-DoutputDirectory={home}",
+    )
     archive = home / f"apicurio-registry-app-{version}-all.tar.gz"
     with tarfile.open(archive) as tar:
         tar.extractall(home, filter="data")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from core.config import REPO_ROOT, Settings
@@ -16,8 +17,19 @@ from stack.process import Process, http_ok, port_open
 
 JAVA_OPENS = [
     f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
-    for pkg in ("java.lang", "java.lang.reflect", "java.util", "java.util.concurrent", "java.io", "java.net",
-                "java.nio", "sun.nio.ch", "java.text", "java.time", "java.util.concurrent.atomic")
+    for pkg in (
+        "java.lang",
+        "java.lang.reflect",
+        "java.util",
+        "java.util.concurrent",
+        "java.io",
+        "java.net",
+        "java.nio",
+        "sun.nio.ch",
+        "java.text",
+        "java.time",
+        "java.util.concurrent.atomic",
+    )
 ]
 ORDER = ("kafka", "registry", "flink", "warehouse")
 
@@ -36,7 +48,8 @@ class LocalStack:
         return Process(
             "kafka",
             ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._kafka_properties())],
-            self.run_dir, self.log_dir,
+            self.run_dir,
+            self.log_dir,
             ready=lambda: port_open(k["host"], k["port"]),
             where=self.s.bootstrap,
         )
@@ -45,11 +58,19 @@ class LocalStack:
         r = self.s["registry"]
         return Process(
             "registry",
-            ["java", f"-Xmx{r['heap']}", f"-Dquarkus.http.host={r['host']}", f"-Dquarkus.http.port={r['port']}",
-             # schemas live in a Kafka topic, so their ids survive restarts like Kafka's data does
-             "-Dapicurio.storage.kind=kafkasql", f"-Dapicurio.kafkasql.bootstrap.servers={self.s.bootstrap}",
-             "-jar", str(install.registry_jar(self.s))],
-            self.run_dir, self.log_dir,
+            [
+                "java",
+                f"-Xmx{r['heap']}",
+                f"-Dquarkus.http.host={r['host']}",
+                f"-Dquarkus.http.port={r['port']}",
+                # schemas live in a Kafka topic, so their ids survive restarts like Kafka's data does
+                "-Dapicurio.storage.kind=kafkasql",
+                f"-Dapicurio.kafkasql.bootstrap.servers={self.s.bootstrap}",
+                "-jar",
+                str(install.registry_jar(self.s)),
+            ],
+            self.run_dir,
+            self.log_dir,
             ready=lambda: http_ok(f"{self.s.registry_url}/subjects"),
             where=self.s.registry_url,
         )
@@ -59,7 +80,8 @@ class LocalStack:
         return Process(
             "flink",
             ["java", f"-Xmx{f['heap']}", *JAVA_OPENS, "-jar", str(install.job_jar()), *self.job_args()],
-            self.run_dir, self.log_dir,
+            self.run_dir,
+            self.log_dir,
             ready=self._flink_running,
             where=f"http://127.0.0.1:{f['rest_port']} (MiniCluster REST)",
         )
@@ -67,25 +89,39 @@ class LocalStack:
     def job_args(self) -> list[str]:
         f = self.s["flink"]
         return [
-            "--bootstrap", self.s.bootstrap,
-            "--registry", self.s.registry_url,
-            "--source-topic", self.s.topic("cpu_samples").name,
-            "--sink-topic", self.s.topic("derived_metrics").name,
-            "--group-id", f["group_id"],
-            "--window-seconds", str(f["window_seconds"]),
-            "--out-of-orderness-seconds", str(f["out_of_orderness_seconds"]),
-            "--idle-flush-seconds", str(f["idle_flush_seconds"]),
-            "--checkpoint-interval-seconds", str(f["checkpoint_interval_seconds"]),
-            "--rest-port", str(f["rest_port"]),
+            "--bootstrap",
+            self.s.bootstrap,
+            "--registry",
+            self.s.registry_url,
+            "--source-topic",
+            self.s.topic("cpu_samples").name,
+            "--sink-topic",
+            self.s.topic("derived_metrics").name,
+            "--group-id",
+            f["group_id"],
+            "--window-seconds",
+            str(f["window_seconds"]),
+            "--out-of-orderness-seconds",
+            str(f["out_of_orderness_seconds"]),
+            "--idle-flush-seconds",
+            str(f["idle_flush_seconds"]),
+            "--checkpoint-interval-seconds",
+            str(f["checkpoint_interval_seconds"]),
+            "--rest-port",
+            str(f["rest_port"]),
         ]
 
     def warehouse(self) -> Process:
-        sup = self.s["superset"]
         return Process(
             "warehouse",
-            [str(Path(sys.executable).parent / "gunicorn"), "-c", str(REPO_ROOT / "warehouse" / "gunicorn_conf.py"),
-             "superset.app:create_app()"],
-            self.run_dir, self.log_dir,
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "-c",
+                str(REPO_ROOT / "warehouse" / "gunicorn_conf.py"),
+                "superset.app:create_app()",
+            ],
+            self.run_dir,
+            self.log_dir,
             ready=lambda: http_ok(f"{self.s.superset_url}/health") and http_ok(f"{self.s.query_url}/ping"),
             where=f"{self.s.superset_url} (Superset), {self.s.query_url} (SQL)",
             env=self.superset_env(),
@@ -102,11 +138,15 @@ class LocalStack:
         }
 
     def processes(self) -> dict[str, Process]:
-        return {"kafka": self.kafka(), "registry": self.registry(), "flink": self.flink(),
-                "warehouse": self.warehouse()}
+        return {
+            "kafka": self.kafka(),
+            "registry": self.registry(),
+            "flink": self.flink(),
+            "warehouse": self.warehouse(),
+        }
 
     # lifecycle -------------------------------------------------------------------------------
-    def start(self, only: tuple[str, ...] = ORDER, echo=print) -> None:
+    def start(self, only: tuple[str, ...] = ORDER, echo: Callable[[str], object] = print) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
         for name in ORDER:
             if name not in only:
@@ -124,7 +164,7 @@ class LocalStack:
                 register_schemas(self.s)
             echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {proc.where}")
 
-    def stop(self, echo=print) -> None:
+    def stop(self, echo: Callable[[str], object] = print) -> None:
         procs = self.processes()
         for name in reversed(ORDER):
             if procs[name].running():
@@ -139,33 +179,37 @@ class LocalStack:
         data = self.state / "kafka" / "data"
         props = self.state / "kafka" / "server.properties"
         props.parent.mkdir(parents=True, exist_ok=True)
-        props.write_text("\n".join([
-            "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.voters=1@{k['host']}:{k['controller_port']}",
-            f"listeners=PLAINTEXT://{k['host']}:{k['port']},CONTROLLER://{k['host']}:{k['controller_port']}",
-            f"advertised.listeners=PLAINTEXT://{k['host']}:{k['port']}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            f"log.dirs={data}",
-            f"num.partitions={k['partitions']}",
-            "offsets.topic.replication.factor=1",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
-            "group.initial.rebalance.delay.ms=0",
-            "auto.create.topics.enable=true",
-            "",
-        ]))
+        props.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@{k['host']}:{k['controller_port']}",
+                    f"listeners=PLAINTEXT://{k['host']}:{k['port']},CONTROLLER://{k['host']}:{k['controller_port']}",
+                    f"advertised.listeners=PLAINTEXT://{k['host']}:{k['port']}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={data}",
+                    f"num.partitions={k['partitions']}",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "share.coordinator.state.topic.replication.factor=1",
+                    "share.coordinator.state.topic.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=true",
+                    "",
+                ]
+            )
+        )
         if not (data / "meta.properties").exists():
             libs = install.kafka_libs(self.s)
             cp = ["java", "-cp", f"{libs}/*", "kafka.tools.StorageTool"]
-            cluster_id = subprocess.run([*cp, "random-uuid"], capture_output=True, text=True,
-                                        check=True).stdout.strip()
-            subprocess.run([*cp, "format", "-t", cluster_id, "-c", str(props)], capture_output=True, text=True,
-                           check=True)
+            cluster_id = subprocess.run([*cp, "random-uuid"], capture_output=True, text=True, check=True).stdout.strip()
+            subprocess.run(
+                [*cp, "format", "-t", cluster_id, "-c", str(props)], capture_output=True, text=True, check=True
+            )
         return props
 
     def _flink_running(self) -> bool:

@@ -18,8 +18,11 @@ def client(settings: Settings, database: str | None = None) -> Client:
         return clickhouse_connect.get_client(interface="chdb", path=str(settings.chdb_path), database=database)
     parsed = urlparse(url)
     return clickhouse_connect.get_client(
-        host=parsed.hostname, port=parsed.port or 8123, username=parsed.username or "default",
-        password=parsed.password or "", database=database or "default",
+        host=parsed.hostname,
+        port=parsed.port or 8123,
+        username=parsed.username or "default",
+        password=parsed.password or "",
+        database=database or "default",
         interface="https" if parsed.scheme == "https" else "http",
     )
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
@@ -39,13 +39,15 @@ class Sink:
         self.stop_event = threading.Event()
 
     def _consumer(self) -> Consumer:
-        consumer = Consumer({
-            "bootstrap.servers": self.s.bootstrap,
-            "group.id": self.s["warehouse"]["group_id"],
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-        })
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.s.bootstrap,
+                "group.id": self.s["warehouse"]["group_id"],
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+            }
+        )
         consumer.subscribe(list(self.tables))
         return consumer
 
@@ -94,14 +96,20 @@ class Sink:
         except Exception as exc:  # noqa: BLE001 - any decode failure is a dead letter, never a stop
             self.undecodable += 1
             raw = msg.value() or b""
-            rows["dead_letters"].append([
-                "sink", f"kafka://{topic}/{msg.partition()}", msg.partition(), msg.offset(),
-                f"undecodable message: {exc}", raw[:1024].hex(), datetime.now(timezone.utc),
-            ])
+            rows["dead_letters"].append(
+                [
+                    "sink",
+                    f"kafka://{topic}/{msg.partition()}",
+                    msg.partition(),
+                    msg.offset(),
+                    f"undecodable message: {exc}",
+                    raw[:1024].hex(),
+                    datetime.now(UTC),
+                ]
+            )
 
     def stop(self) -> None:
         self.stop_event.set()
 
     def stats(self) -> dict[str, Any]:
-        return {"rows_written": dict(self.rows_written), "undecodable": self.undecodable,
-                "last_error": self.last_error}
+        return {"rows_written": dict(self.rows_written), "undecodable": self.undecodable, "last_error": self.last_error}

@@ -37,8 +37,21 @@ def prepare(settings: Settings, env: dict[str, str]) -> None:
     if not marker.exists():
         sup = settings["superset"]
         _superset(env, "db", "upgrade")
-        _superset(env, "fab", "create-admin", "--username", sup["admin_user"], "--firstname", "fleet",
-                  "--lastname", "admin", "--email", "admin@localhost", "--password", sup["admin_password"])
+        _superset(
+            env,
+            "fab",
+            "create-admin",
+            "--username",
+            sup["admin_user"],
+            "--firstname",
+            "fleet",
+            "--lastname",
+            "admin",
+            "--email",
+            "admin@localhost",
+            "--password",
+            sup["admin_password"],
+        )
         _superset(env, "init")
         marker.write_text("ok\n")
     import_bundle(settings, env)

@@ -12,7 +12,7 @@ import gzip
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import IO
 
@@ -62,7 +62,7 @@ def _number(text: str, name: str) -> float | int | None:
 class NmonParser:
     """Feed it the lines of one nmon file; it yields Emitted records as snapshots complete."""
 
-    def __init__(self, file_name: str, tz: tzinfo = timezone.utc) -> None:
+    def __init__(self, file_name: str, tz: tzinfo = UTC) -> None:
         self.file_name = file_name
         self.tz = tz
         self.meta: dict[str, str] = {}
@@ -111,8 +111,12 @@ class NmonParser:
             if snap.ts is None:
                 self.errors += 1
                 yield dead_letter(
-                    SOURCE, self.file_name, snap.first_line, snap.first_offset,
-                    f"snapshot {tag} has data but no ZZZZ time line (file cut short?)", tag,
+                    SOURCE,
+                    self.file_name,
+                    snap.first_line,
+                    snap.first_offset,
+                    f"snapshot {tag} has data but no ZZZZ time line (file cut short?)",
+                    tag,
                 )
             elif snap.values:
                 yield self._record(tag, snap)
@@ -144,7 +148,7 @@ class NmonParser:
             snap = self.snapshots[fields[0]] = _Snapshot(first_line=line_no, first_offset=offset)
         values = fields[1:]
         parsed = {}
-        for pos, name in zip(index, names):
+        for pos, name in zip(index, names, strict=True):
             if pos is None:
                 continue
             parsed[name] = _number(values[pos], name) if pos < len(values) else None
@@ -191,8 +195,17 @@ class NmonParser:
             "origin_file": self.file_name,
             "origin_snapshot": tag,
         }
-        for name in ("user_pct", "sys_pct", "wait_pct", "idle_pct", "steal_pct", "cpus",
-                     "physc", "entitled", "virtual_cpus"):
+        for name in (
+            "user_pct",
+            "sys_pct",
+            "wait_pct",
+            "idle_pct",
+            "steal_pct",
+            "cpus",
+            "physc",
+            "entitled",
+            "virtual_cpus",
+        ):
             record[name] = snap.values.get(name)
         return Emitted("cpu_samples", record, key=self.host_id)
 
@@ -207,7 +220,7 @@ def open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
-def parse_file(path: Path, tz: tzinfo = timezone.utc, parser: NmonParser | None = None) -> Iterator[Emitted]:
+def parse_file(path: Path, tz: tzinfo = UTC, parser: NmonParser | None = None) -> Iterator[Emitted]:
     """Yields every record of one nmon file (plain or gzip), dead letters included, in file order."""
     parser = parser or NmonParser(str(path), tz)
     offset = 0

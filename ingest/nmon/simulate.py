@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-LPAR_HEADER = ("PhysicalCPU,virtualCPUs,logicalCPUs,poolCPUs,entitled,weight,PoolIdle,usedAllCPU%,usedPoolCPU%,"
-               "SharedCPU,Capped,EC_User%,EC_Sys%,EC_Wait%,EC_Idle%,VP_User%,VP_Sys%,VP_Wait%,VP_Idle%,Folded,Pool_id")
+LPAR_HEADER = (
+    "PhysicalCPU,virtualCPUs,logicalCPUs,poolCPUs,entitled,weight,PoolIdle,usedAllCPU%,usedPoolCPU%,"
+    "SharedCPU,Capped,EC_User%,EC_Sys%,EC_Wait%,EC_Idle%,VP_User%,VP_Sys%,VP_Wait%,VP_Idle%,Folded,Pool_id"
+)
 
 
 @dataclass
@@ -32,11 +34,28 @@ def make_fleet(hosts: int, rng: random.Random) -> list[Host]:
         if i % 3 == 2:
             ent = rng.choice([0.5, 1.0, 1.3, 2.0, 4.0])
             vps = max(1, math.ceil(ent * rng.choice([1.5, 2, 3])))
-            fleet.append(Host(f"aixlpar{i:03d}", True, vps * 4, rng.uniform(20, 70), ent, vps,
-                              f"02{rng.randrange(16**5):05X}", 1 + i % 40))
+            fleet.append(
+                Host(
+                    f"aixlpar{i:03d}",
+                    True,
+                    vps * 4,
+                    rng.uniform(20, 70),
+                    ent,
+                    vps,
+                    f"02{rng.randrange(16**5):05X}",
+                    1 + i % 40,
+                )
+            )
         else:
-            fleet.append(Host(f"linux{i:03d}", False, rng.choice([2, 4, 8, 16]), rng.uniform(10, 60),
-                              steal_bias=rng.choice([0.0, 0.0, 0.5, 2.0, 8.0])))
+            fleet.append(
+                Host(
+                    f"linux{i:03d}",
+                    False,
+                    rng.choice([2, 4, 8, 16]),
+                    rng.uniform(10, 60),
+                    steal_bias=rng.choice([0.0, 0.0, 0.5, 2.0, 8.0]),
+                )
+            )
     return fleet
 
 
@@ -101,8 +120,7 @@ def _snapshot(h: Host, tag: str, ts: datetime, rng: random.Random) -> list[str]:
     return lines
 
 
-def simulate(out_dir: Path, hosts: int, start: datetime, duration: timedelta, interval: int,
-             seed: int) -> list[Path]:
+def simulate(out_dir: Path, hosts: int, start: datetime, duration: timedelta, interval: int, seed: int) -> list[Path]:
     """Writes the files and returns their paths. Same arguments, same bytes."""
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)

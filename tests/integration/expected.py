@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -22,13 +22,13 @@ def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
             if tag == "AAA":
                 meta[row[1]] = row[2:]
             elif tag == "ZZZZ":
-                ts = datetime.strptime(f"{row[3]} {row[2]}", "%d-%b-%Y %H:%M:%S").replace(tzinfo=timezone.utc)
+                ts = datetime.strptime(f"{row[3]} {row[2]}", "%d-%b-%Y %H:%M:%S").replace(tzinfo=UTC)
                 snaps[row[1]]["ts"] = ts.timestamp()
             elif tag in ("CPU_ALL", "LPAR"):
                 if not row[1].startswith("T"):
                     headers[tag] = [h.strip() for h in row[2:]]
                     continue
-                values = dict(zip(headers[tag], row[2:]))
+                values = dict(zip(headers[tag], row[2:], strict=False))
                 if tag == "CPU_ALL" and values.get("Steal%", "") != "":
                     snaps[row[1]]["steal"] = float(values["Steal%"])
                 if tag == "LPAR":

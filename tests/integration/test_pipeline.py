@@ -4,7 +4,7 @@ read back with SQL and through Superset, compared with an independent computatio
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,16 +26,20 @@ def _files_for(settings: Settings, paths: list[Path]) -> str:
 
 def _derived(settings: Settings, hosts: set[str]) -> dict[tuple[str, str, int], tuple[float, int]]:
     in_hosts = ",".join(f"'{h}'" for h in hosts)
-    _, rows = query(settings, "SELECT entity_id, metric, toUnixTimestamp(window_start), value, samples "
-                              f"FROM derived_metrics_v WHERE entity_id IN ({in_hosts})")
+    _, rows = query(
+        settings,
+        "SELECT entity_id, metric, toUnixTimestamp(window_start), value, samples "
+        f"FROM derived_metrics_v WHERE entity_id IN ({in_hosts})",
+    )
     return {(r[0], r[1], int(r[2])): (float(r[3]), int(r[4])) for r in rows}
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> list[Path]:
     out = tmp_path_factory.mktemp("fleet")
-    files = simulate(out, hosts=3, start=datetime(2026, 3, 2, 9, 0), duration=timedelta(minutes=12), interval=10,
-                     seed=42)
+    files = simulate(
+        out, hosts=3, start=datetime(2026, 3, 2, 9, 0), duration=timedelta(minutes=12), interval=10, seed=42
+    )
     # one real third-party file too: CentOS 7 KVM guest, nmon 16g, Steal% column
     real = out / "linux_centos7_kvm_nmon16g_small.nmon"
     shutil.copy(corpus / "nmon" / real.name, real)
@@ -44,13 +48,15 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def ingested(stack: Settings, fleet: list[Path]) -> Settings:
-    summary = ingest(stack, [str(p) for p in fleet], timezone.utc, progress=False)
+    summary = ingest(stack, [str(p) for p in fleet], UTC, progress=False)
     assert summary.errors == 0, summary.error_lines
     expected_rows = sum(len(snapshots(p)[2]) for p in fleet)
     assert summary.records == expected_rows
     where = _files_for(stack, fleet)
-    assert wait_stable(stack, f"SELECT count() FROM cpu_samples_v WHERE {where}", timeout=120,
-                       minimum=expected_rows) == expected_rows
+    assert (
+        wait_stable(stack, f"SELECT count() FROM cpu_samples_v WHERE {where}", timeout=120, minimum=expected_rows)
+        == expected_rows
+    )
     return stack
 
 
@@ -60,7 +66,8 @@ def test_window_metrics_equal_independent_computation(ingested: Settings, fleet:
         expected.update(window_metrics(path))
     hosts = {key[0] for key in expected}
     count_sql = "SELECT count() FROM derived_metrics_v WHERE entity_id IN ({})".format(
-        ",".join(f"'{h}'" for h in hosts))
+        ",".join(f"'{h}'" for h in hosts)
+    )
     wait_stable(ingested, count_sql, timeout=120, minimum=len(expected))
     actual = _derived(ingested, hosts)
     assert set(actual) == set(expected)
@@ -75,20 +82,22 @@ def test_reingesting_a_file_adds_no_rows(ingested: Settings, fleet: list[Path]) 
     where = _files_for(ingested, fleet)
     before_samples = scalar(ingested, f"SELECT count() FROM cpu_samples_v WHERE {where}")
     before_derived = scalar(ingested, "SELECT count() FROM derived_metrics_v")
-    again = ingest(ingested, [str(fleet[0])], timezone.utc, progress=False)
+    again = ingest(ingested, [str(fleet[0])], UTC, progress=False)
     assert again.skipped == 1 and again.records == 0
-    forced = ingest(ingested, [str(fleet[0])], timezone.utc, force=True, progress=False)
+    forced = ingest(ingested, [str(fleet[0])], UTC, force=True, progress=False)
     assert forced.records == len(snapshots(fleet[0])[2])
     # the forced copies reach the raw table and are deduplicated there
-    wait_stable(ingested, f"SELECT count() FROM cpu_samples WHERE {where}", timeout=60,
-                minimum=before_samples + forced.records)
+    wait_stable(
+        ingested, f"SELECT count() FROM cpu_samples WHERE {where}", timeout=60, minimum=before_samples + forced.records
+    )
     assert scalar(ingested, f"SELECT count() FROM cpu_samples_v WHERE {where}") == before_samples
     assert scalar(ingested, "SELECT count() FROM derived_metrics_v") == before_derived
 
 
 def test_malformed_line_is_reported_and_the_rest_arrives(stack: Settings, tmp_path: Path) -> None:
-    [good] = simulate(tmp_path / "src", hosts=1, start=datetime(2026, 3, 5, 14, 0), duration=timedelta(minutes=3),
-                      interval=10, seed=9)
+    [good] = simulate(
+        tmp_path / "src", hosts=1, start=datetime(2026, 3, 5, 14, 0), duration=timedelta(minutes=3), interval=10, seed=9
+    )
     lines = good.read_text().splitlines()
     zzzz = [i for i, line in enumerate(lines) if line.startswith("ZZZZ,T0009")][0]
     bad_line_no = zzzz + 1  # 1-based number of the inserted line
@@ -96,28 +105,33 @@ def test_malformed_line_is_reported_and_the_rest_arrives(stack: Settings, tmp_pa
     broken = tmp_path / "broken_host.nmon"
     broken.write_text("\n".join(lines) + "\n")
 
-    summary = ingest(stack, [str(broken)], timezone.utc, progress=False)
+    summary = ingest(stack, [str(broken)], UTC, progress=False)
     assert summary.errors == 1
     assert summary.error_lines[0].startswith(f"{broken}:{bad_line_no} (byte ")
     assert summary.records == 18  # every snapshot of the file still arrives
-    n = wait_stable(stack, f"SELECT count() FROM cpu_samples_v WHERE origin_file = '{broken}'", timeout=60,
-                    minimum=18)
+    n = wait_stable(stack, f"SELECT count() FROM cpu_samples_v WHERE origin_file = '{broken}'", timeout=60, minimum=18)
     assert n == 18
     wait_stable(stack, f"SELECT count() FROM dead_letters WHERE origin_file = '{broken}'", timeout=60)
     _, rows = query(stack, f"SELECT line, byte_offset, error FROM dead_letters WHERE origin_file = '{broken}'")
     assert len(rows) == 1
     line, offset, error = rows[0]
     assert line == bad_line_no
-    assert offset == len("\n".join(lines[: zzzz]).encode()) + 1
+    assert offset == len("\n".join(lines[:zzzz]).encode()) + 1
     assert "not an nmon line" in error
 
 
 def test_superset_dashboard_chart_reads_the_warehouse(ingested: Settings) -> None:
     base = ingested.superset_url
     session = requests.Session()
-    token = session.post(f"{base}/api/v1/security/login", json={
-        "username": ingested["superset"]["admin_user"], "password": ingested["superset"]["admin_password"],
-        "provider": "db"}, timeout=30).json()["access_token"]
+    token = session.post(
+        f"{base}/api/v1/security/login",
+        json={
+            "username": ingested["superset"]["admin_user"],
+            "password": ingested["superset"]["admin_password"],
+            "provider": "db",
+        },
+        timeout=30,
+    ).json()["access_token"]
     session.headers["Authorization"] = f"Bearer {token}"
     dashboards = session.get(f"{base}/api/v1/dashboard/", timeout=30).json()["result"]
     assert [d["dashboard_title"] for d in dashboards] == ["Fleet CPU"]
@@ -127,9 +141,16 @@ def test_superset_dashboard_chart_reads_the_warehouse(ingested: Settings) -> Non
     dataset_id = int(str(form["datasource"]).split("__")[0])
     payload = {
         "datasource": {"id": dataset_id, "type": "table"},
-        "queries": [{"columns": form["groupby"], "metrics": form["metrics"],
-                     "extras": {"where": "has_steal"}, "row_limit": 1000}],
-        "result_format": "json", "result_type": "full",
+        "queries": [
+            {
+                "columns": form["groupby"],
+                "metrics": form["metrics"],
+                "extras": {"where": "has_steal"},
+                "row_limit": 1000,
+            }
+        ],
+        "result_format": "json",
+        "result_type": "full",
     }
     response = session.post(f"{base}/api/v1/chart/data", json=payload, timeout=60)
     assert response.status_code == 200, response.text

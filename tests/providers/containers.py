@@ -32,15 +32,17 @@ def container_stack() -> Iterator[config.Settings]:
             DockerContainer(CLICKHOUSE_IMAGE).with_exposed_ports(8123).with_env("CLICKHOUSE_PASSWORD", "fleetperf")
         )
         wait_for_logs(clickhouse, "Ready for connections", timeout=120)
-        os.environ.update({
-            "FLEETPERF__KAFKA__HOST": host,
-            "FLEETPERF__KAFKA__PORT": port,
-            "FLEETPERF__REGISTRY__HOST": registry.get_container_host_ip(),
-            "FLEETPERF__REGISTRY__PORT": registry.get_exposed_port(8080),
-            "FLEETPERF__CLICKHOUSE__URL": (
-                f"http://default:fleetperf@{clickhouse.get_container_host_ip()}:{clickhouse.get_exposed_port(8123)}"
-            ),
-        })
+        os.environ.update(
+            {
+                "FLEETPERF__KAFKA__HOST": host,
+                "FLEETPERF__KAFKA__PORT": port,
+                "FLEETPERF__REGISTRY__HOST": registry.get_container_host_ip(),
+                "FLEETPERF__REGISTRY__PORT": registry.get_exposed_port(8080),
+                "FLEETPERF__CLICKHOUSE__URL": (
+                    f"http://default:fleetperf@{clickhouse.get_container_host_ip()}:{clickhouse.get_exposed_port(8123)}"
+                ),
+            }
+        )
         settings = config.load()
         ensure_topics(settings)
         register_schemas(settings)

@@ -7,8 +7,13 @@ from warehouse.clickhouse import statements
 
 
 def test_environment_overrides_keep_types() -> None:
-    s = config.load({"FLEETPERF__KAFKA__PORT": "29092", "FLEETPERF__STATE__DIR": "/tmp/x",
-                     "FLEETPERF__WAREHOUSE__BATCH_SECONDS": "0.5"})
+    s = config.load(
+        {
+            "FLEETPERF__KAFKA__PORT": "29092",
+            "FLEETPERF__STATE__DIR": "/tmp/x",
+            "FLEETPERF__WAREHOUSE__BATCH_SECONDS": "0.5",
+        }
+    )
     assert s["kafka"]["port"] == 29092
     assert s.bootstrap == "127.0.0.1:29092"
     assert s.state_dir == Path("/tmp/x")

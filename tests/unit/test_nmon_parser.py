@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gzip
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -20,7 +20,7 @@ def records(path: Path, **kw) -> tuple[list[dict], list[dict]]:
 
 
 def ms(text: str) -> int:
-    return int(datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def test_aix_lpar_physc_and_entitlement(corpus: Path) -> None:
@@ -45,7 +45,13 @@ def test_linux_steal_column(corpus: Path) -> None:
     assert len(good) == 47
     t3 = next(r for r in good if r["origin_snapshot"] == "T0003")
     assert (t3["user_pct"], t3["sys_pct"], t3["wait_pct"], t3["idle_pct"], t3["steal_pct"], t3["cpus"]) == (
-        23.4, 4.4, 14.0, 58.3, 0.0, 4)
+        23.4,
+        4.4,
+        14.0,
+        58.3,
+        0.0,
+        4,
+    )
     assert t3["ts"] == ms("2015-08-18 10:25:26")
 
 
@@ -56,8 +62,9 @@ def test_nmon13_has_no_steal_column(corpus: Path) -> None:
     assert good[0]["user_pct"] == 6.5 and good[0]["cpus"] == 6
 
 
-@pytest.mark.parametrize("name,count", [("linux_centos7_kvm_nmon16g_small.nmon", 6),
-                                        ("linux_centos7_kvm_nmon16g_1000snap.nmon", 1000)])
+@pytest.mark.parametrize(
+    "name,count", [("linux_centos7_kvm_nmon16g_small.nmon", 6), ("linux_centos7_kvm_nmon16g_1000snap.nmon", 1000)]
+)
 def test_centos_files(corpus: Path, name: str, count: int) -> None:
     good, bad = records(corpus / "nmon" / name)
     assert bad == [] and len(good) == count

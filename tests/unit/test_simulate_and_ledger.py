@@ -12,7 +12,7 @@ def test_simulation_is_seeded_and_rotates_daily(tmp_path: Path) -> None:
     a = simulate(tmp_path / "a", 3, datetime(2026, 1, 1, 23, 0), timedelta(hours=2), 30, seed=5)
     b = simulate(tmp_path / "b", 3, datetime(2026, 1, 1, 23, 0), timedelta(hours=2), 30, seed=5)
     assert [p.name for p in a] == [p.name for p in b]
-    assert all(x.read_bytes() == y.read_bytes() for x, y in zip(a, b))
+    assert all(x.read_bytes() == y.read_bytes() for x, y in zip(a, b, strict=True))
     assert len(a) == 6  # 3 hosts x 2 days
     records = [e for p in a for e in parse_file(p)]
     assert all(e.topic_key == "cpu_samples" for e in records)
