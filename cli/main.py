@@ -177,13 +177,21 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
     from stack import install
 
     install.install_all(s)
-    print("== Java unit tests (stream-jobs)", flush=True)
-    java = subprocess.run(["mvn", "-q", "-B", "test"], cwd=REPO_ROOT / "stream-jobs")
-    print("== Python unit and integration tests", flush=True)
-    py = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=REPO_ROOT)
-    print("== ruff", flush=True)
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "."], cwd=REPO_ROOT)
-    return java.returncode or py.returncode or lint.returncode
+    # pytest runs last so that its summary is the closing line of the run
+    steps = [
+        ("ruff", [sys.executable, "-m", "ruff", "check", "."], REPO_ROOT),
+        ("ruff format", [sys.executable, "-m", "ruff", "format", "--check", "."], REPO_ROOT),
+        ("JUnit (stream-jobs)", ["mvn", "-B", "-ntp", "test"], REPO_ROOT / "stream-jobs"),
+        ("pytest (unit + end-to-end)", [sys.executable, "-m", "pytest", *args.pytest_args], REPO_ROOT),
+    ]
+    failed = []
+    for name, cmd, cwd in steps:
+        print(f"== {name}", flush=True)
+        if subprocess.run(cmd, cwd=cwd).returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
