@@ -90,6 +90,18 @@ def cmd_sink(args: argparse.Namespace, s: config.Settings) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
+    if args.follow:
+        from ingest.follow import Follower
+
+        follower = Follower(s, args.paths, _tz(args.tz), poll_seconds=args.poll, finish_idle=args.finish_idle)
+        print(f"following {', '.join(args.paths)} (Ctrl-C to stop; progress is kept in the ledger)")
+        try:
+            summary = follower.run()
+        except KeyboardInterrupt:
+            follower.stop()
+            summary = follower.run(max_seconds=0)
+        print(summary.line())
+        return 0
     from ingest.publish import ingest
 
     summary = ingest(s, args.paths, _tz(args.tz), force=args.force, progress=not args.no_progress)
@@ -118,7 +130,8 @@ def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
     out = sys.stdout
     for name in args.files:
         for emitted in parse_file(Path(name), _tz(args.tz)):
-            out.write(json.dumps({"topic": s.topic(emitted.topic_key).name, **emitted.record}) + "\n")
+            message = {"topic": s.topic(emitted.topic_key).name, "key": emitted.key, "value": emitted.record}
+            out.write(json.dumps(message) + "\n")
     return 0
 
 
@@ -220,6 +233,18 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--tz", default="UTC", help="time zone of the nmon timestamps (default UTC), e.g. Europe/Berlin")
     ing.add_argument("--force", action="store_true", help="publish again even if already published")
     ing.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ing.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep publishing new snapshots as nmon writes them (and new files of a directory)",
+    )
+    ing.add_argument("--poll", type=float, default=1.0, help="--follow: seconds between checks (default 1)")
+    ing.add_argument(
+        "--finish-idle",
+        type=float,
+        default=120.0,
+        help="--follow: finish a file idle this long once a newer file of its host exists (default 120)",
+    )
 
     sim = add("simulate", cmd_simulate, "write a synthetic fleet of nmon files")
     sim.add_argument("--out", required=True, help="output directory")
@@ -229,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("--start", help="ISO start time (default: now minus --hours)")
 
-    parse = add("parse", cmd_parse, "decode files and print the records as JSON lines (no Kafka needed)")
+    parse = add("parse", cmd_parse, "decode files and print the Kafka messages they make as JSON lines: topic, key, value (no Kafka needed)")
     parse.add_argument("source", choices=["nmon"])
     parse.add_argument("files", nargs="+")
     parse.add_argument("--tz", default="UTC")

@@ -1,46 +1,75 @@
-"""What has been published already, so re-running an ingest does not publish a file twice.
+"""What has been published already, per file, so re-runs and restarts publish nothing twice.
 
-A file is identified by its path, size and a hash of its first and last 64 KiB; a file that has
-grown (nmon still writing) or changed is published again, and the warehouse's ReplacingMergeTree
-keys absorb the snapshots that were already there."""
+A file is identified by its path and a hash of its first bytes (up to 64 KiB: nmon's header with
+host, date and command). The ledger remembers how many bytes the hash covered, so a file that is
+still growing keeps its identity and one that is replaced does not. For each
+file the ledger keeps the last snapshot and the byte offset whose records Kafka has acknowledged,
+and whether the whole file was published (with its size then). A crash between Kafka's
+acknowledgement and the ledger update re-sends at most one flush worth of records, which the
+warehouse's ReplacingMergeTree keys absorb."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-_EDGE = 65536
+_HEAD = 65536
 
 
-def fingerprint(path: Path) -> str:
-    size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with open(path, "rb") as handle:
-        digest.update(handle.read(_EDGE))
-        if size > _EDGE:
-            handle.seek(max(_EDGE, size - _EDGE))
-            digest.update(handle.read(_EDGE))
-    return digest.hexdigest()
+def head_hash(path: Path, opener=open, length: int = _HEAD) -> tuple[str, int]:  # noqa: ANN001
+    """sha256 of the first `length` bytes (fewer if the file is shorter) and how many that was."""
+    with opener(path, "rb") as handle:
+        head = handle.read(length)
+    return hashlib.sha256(head).hexdigest(), len(head)
+
+
+@dataclass
+class Progress:
+    identity: str
+    identity_len: int = 0
+    last_snapshot: int = 0
+    last_offset: int = -1
+    complete: bool = False
+    size: int = 0
 
 
 class Ledger:
     def __init__(self, db_path: Path) -> None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(db_path)
+        self.db = sqlite3.connect(db_path, check_same_thread=False)
         self.db.execute(
-            "CREATE TABLE IF NOT EXISTS published (path TEXT PRIMARY KEY, fingerprint TEXT, records INTEGER,"
-            " errors INTEGER, published_at REAL)"
+            "CREATE TABLE IF NOT EXISTS progress (path TEXT PRIMARY KEY, identity TEXT, identity_len INTEGER,"
+            " last_snapshot INTEGER, last_offset INTEGER, complete INTEGER, size INTEGER, updated_at REAL)"
         )
+        self.db.commit()
 
-    def already_published(self, path: Path) -> bool:
-        row = self.db.execute("SELECT fingerprint FROM published WHERE path = ?", (str(path.resolve()),)).fetchone()
-        return row is not None and row[0] == fingerprint(path)
+    def get(self, path: Path, opener=open) -> Progress:  # noqa: ANN001 - open or gzip.open
+        row = self.db.execute(
+            "SELECT identity, identity_len, last_snapshot, last_offset, complete, size FROM progress WHERE path = ?",
+            (str(path.resolve()),),
+        ).fetchone()
+        if row is not None and head_hash(path, opener, row[1]) == (row[0], row[1]):
+            return Progress(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
+        return Progress(*head_hash(path, opener))
 
-    def record(self, path: Path, records: int, errors: int) -> None:
+    def save(self, path: Path, progress: Progress, opener=open) -> None:  # noqa: ANN001
+        if progress.identity_len < _HEAD:
+            # the file has grown since it was first seen: identify it by a longer head from now on
+            progress.identity, progress.identity_len = head_hash(path, opener)
         self.db.execute(
-            "INSERT OR REPLACE INTO published VALUES (?, ?, ?, ?, ?)",
-            (str(path.resolve()), fingerprint(path), records, errors, time.time()),
+            "INSERT OR REPLACE INTO progress VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(path.resolve()),
+                progress.identity,
+                progress.identity_len,
+                progress.last_snapshot,
+                progress.last_offset,
+                int(progress.complete),
+                progress.size,
+                time.time(),
+            ),
         )
         self.db.commit()

@@ -1,4 +1,4 @@
-"""Batch ingestion: files, directories and globs -> collector -> Avro records -> Kafka."""
+"""Batch ingestion: files, directories and globs -> collector -> Avro records -> Kafka, resumable."""
 
 from __future__ import annotations
 
@@ -15,14 +15,19 @@ from tqdm import tqdm
 from core.config import Settings
 from core.kafka_avro import AvroProducer
 from ingest.ledger import Ledger
-from ingest.nmon.parser import parse_file
+from ingest.nmon.parser import NmonParser, open_binary
+from ingest.records import Emitted
+
+CHECKPOINT_SNAPSHOTS = 2000
 
 
 @dataclass
 class Summary:
     files: int = 0
     skipped: int = 0
+    snapshots: int = 0
     records: int = 0
+    values: int = 0
     errors: int = 0
     bytes: int = 0
     seconds: float = 0.0
@@ -32,9 +37,77 @@ class Summary:
         mb = self.bytes / 1e6
         rate = mb / self.seconds if self.seconds else 0.0
         return (
-            f"files {self.files} (skipped, already published: {self.skipped}), records {self.records}, "
-            f"errors {self.errors}, {mb:.1f} MB in {self.seconds:.1f}s ({rate:.1f} MB/s)"
+            f"files {self.files} (skipped, already published: {self.skipped}), snapshots {self.snapshots}, "
+            f"records {self.records}, values {self.values}, errors {self.errors}, "
+            f"{mb:.1f} MB in {self.seconds:.1f}s ({rate:.1f} MB/s)"
         )
+
+
+class FilePublisher:
+    """Publishes one file's records, skipping what the ledger says Kafka already acknowledged."""
+
+    def __init__(
+        self, path: Path, tz: tzinfo, producer: AvroProducer, ledger: Ledger, summary: Summary, quiet: bool = False
+    ) -> None:
+        self.path = path
+        self.producer = producer
+        self.ledger = ledger
+        self.summary = summary
+        self.quiet = quiet
+        self.parser = NmonParser(str(path), tz)
+        self.opener = _opener(path)
+        self.progress = ledger.get(path, self.opener)
+        self.resume_snapshot = self.progress.last_snapshot
+        self.resume_offset = self.progress.last_offset
+        self.offset_seen = -1
+        self.unsaved = 0
+
+    def already_done(self) -> bool:
+        return self.progress.complete and self.progress.size == self.path.stat().st_size
+
+    def feed(self, raw: bytes, line_no: int, offset: int) -> None:
+        for emitted in self.parser.feed(raw, line_no, offset):
+            self._send(emitted)
+        self.offset_seen = offset
+        if self.unsaved >= CHECKPOINT_SNAPSHOTS:
+            self.checkpoint()
+
+    def finish(self) -> None:
+        for emitted in self.parser.finish():
+            self._send(emitted)
+        self.progress.complete = True
+        self.progress.size = self.path.stat().st_size
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        self.producer.flush()
+        self.progress.last_offset = max(self.progress.last_offset, self.offset_seen)
+        self.ledger.save(self.path, self.progress, self.opener)
+        self.unsaved = 0
+
+    def _send(self, emitted: Emitted) -> None:
+        if emitted.snapshot and emitted.snapshot <= self.resume_snapshot:
+            return
+        if emitted.topic_key == "dead_letters":
+            r = emitted.record
+            if r["byte_offset"] <= self.resume_offset:
+                return
+            self.summary.errors += 1
+            message = f"{r['origin_file']}:{r['line']} (byte {r['byte_offset']}): {r['error']}"
+            self.summary.error_lines.append(message)
+            if not self.quiet:
+                print(f"bad input: {message}", file=sys.stderr)
+        self.producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+        self.summary.records += 1
+        if emitted.topic_key == "nmon_snapshots":
+            self.summary.snapshots += 1
+            self.summary.values += sum(len(row["values"]) for row in emitted.record["rows"])
+            self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
+            self.unsaved += 1
+
+
+def _opener(path: Path):  # noqa: ANN202
+    return lambda p, mode: open_binary(p)
 
 
 def expand(inputs: Iterable[str]) -> Iterator[Path]:
@@ -53,38 +126,42 @@ def expand(inputs: Iterable[str]) -> Iterator[Path]:
 
 
 def ingest(
-    settings: Settings, inputs: Iterable[str], tz: tzinfo, force: bool = False, progress: bool = True
+    settings: Settings,
+    inputs: Iterable[str],
+    tz: tzinfo,
+    force: bool = False,
+    progress: bool = True,
+    producer: AvroProducer | None = None,
 ) -> Summary:
     files = list(expand(inputs))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
-    producer = AvroProducer(settings)
+    producer = producer or AvroProducer(settings)
     summary = Summary()
     started = time.monotonic()
     total = sum(p.stat().st_size for p in files)
     with tqdm(total=total, unit="B", unit_scale=True, disable=not progress, desc="ingest") as bar:
         for path in files:
             size = path.stat().st_size
-            if not force and ledger.already_published(path):
+            publisher = FilePublisher(path, tz, producer, ledger, summary, quiet=progress)
+            if force:
+                publisher.resume_snapshot, publisher.resume_offset = 0, -1
+            elif publisher.already_done():
                 summary.skipped += 1
                 bar.update(size)
                 continue
-            records = errors = 0
-            for emitted in parse_file(path, tz):
-                producer.send(emitted.topic_key, emitted.record, key=emitted.key)
-                if emitted.topic_key == "dead_letters":
-                    errors += 1
-                    r = emitted.record
-                    message = f"{r['origin_file']}:{r['line']} (byte {r['byte_offset']}): {r['error']}"
-                    summary.error_lines.append(message)
-                    print(f"bad input: {message}", file=sys.stderr)
-                else:
-                    records += 1
-            producer.flush()
-            ledger.record(path, records, errors)
+            offset = 0
+            with open_binary(path) as handle:
+                for line_no, raw in enumerate(handle, start=1):
+                    publisher.feed(raw, line_no, offset)
+                    offset += len(raw)
+            publisher.finish()
             summary.files += 1
-            summary.records += records
-            summary.errors += errors
             summary.bytes += size
             bar.update(size)
     summary.seconds = time.monotonic() - started
+    if progress:
+        for message in summary.error_lines[:20]:
+            print(f"bad input: {message}", file=sys.stderr)
+        if len(summary.error_lines) > 20:
+            print(f"... and {len(summary.error_lines) - 20} more (table dead_letters)", file=sys.stderr)
     return summary

@@ -12,6 +12,8 @@ class Emitted:
     topic_key: str
     record: dict[str, Any]
     key: str | None = None
+    # position in the source, for resuming: snapshot number of snapshot records
+    snapshot: int = 0
 
 
 def dead_letter(source: str, file: str, line: int, byte_offset: int, error: str, raw: bytes | str) -> Emitted:

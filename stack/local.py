@@ -105,6 +105,8 @@ class LocalStack:
             str(f["out_of_orderness_seconds"]),
             "--idle-flush-seconds",
             str(f["idle_flush_seconds"]),
+            "--stream-retain-seconds",
+            str(f["stream_retain_seconds"]),
             "--checkpoint-interval-seconds",
             str(f["checkpoint_interval_seconds"]),
             "--rest-port",

@@ -7,7 +7,6 @@ A message that cannot be decoded becomes a dead_letters row naming topic, partit
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import defaultdict
@@ -21,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from core.config import Settings
 from core.kafka_avro import deserializers
+from warehouse.rows import RowMapper
 
 log = logging.getLogger("fleetperf.sink")
 
@@ -29,10 +29,9 @@ class Sink:
     def __init__(self, settings: Settings, ch: Client) -> None:
         self.s = settings
         self.ch = ch
-        self.tables = {t.name: t.table for t in settings.topics.values()}
-        self.columns = {
-            t.table: [f["name"] for f in json.loads(t.schema_text())["fields"]] for t in settings.topics.values()
-        }
+        self.topics = [t.name for t in settings.topics.values()]
+        self.mapper = RowMapper(settings)
+        self.columns = self.mapper.columns
         self.rows_written: dict[str, int] = defaultdict(int)
         self.undecodable = 0
         self.last_error: str | None = None
@@ -48,7 +47,7 @@ class Sink:
                 "enable.partition.eof": False,
             }
         )
-        consumer.subscribe(list(self.tables))
+        consumer.subscribe(self.topics)
         return consumer
 
     def run(self) -> None:
@@ -87,12 +86,12 @@ class Sink:
 
     def _decode_into(self, msg: Any, decode: dict[str, Callable], rows: dict[str, list[list[Any]]]) -> None:
         topic = msg.topic()
-        table = self.tables[topic]
         try:
             record = decode[topic](msg.value(), SerializationContext(topic, MessageField.VALUE))
             if record is None:
                 raise ValueError("empty message")
-            rows[table].append([record.get(c) for c in self.columns[table]])
+            for table, row in self.mapper.rows(topic, record):
+                rows[table].append(row)
         except Exception as exc:  # noqa: BLE001 - any decode failure is a dead letter, never a stop
             self.undecodable += 1
             raw = msg.value() or b""

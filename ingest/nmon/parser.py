@@ -1,9 +1,13 @@
-"""Streaming nmon parser: AAA metadata, ZZZZ timing, CPU_ALL and LPAR snapshots -> CpuSample records.
+"""Streaming nmon parser: every section of AIX topas_nmon and Linux nmon files.
 
 nmon writes a header line per section (`CPU_ALL,CPU Total host,User%,...`) and then one data
 line per snapshot (`CPU_ALL,T0001,...`); the snapshot's time comes from its `ZZZZ,T0001,...`
 line, which some writers put after the data. A snapshot is therefore complete when the next
 ZZZZ line arrives, which keeps memory to about two snapshots whatever the file size.
+
+Per completed snapshot the parser yields an `nmon_snapshots` record (every value of every
+section) and a typed `cpu_samples` record (CPU_ALL + LPAR, what the Flink job needs); once per
+file a `host_configs` record (AAA and BBB* text, parsed into host attributes).
 """
 
 from __future__ import annotations
@@ -16,25 +20,16 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import IO
 
+from ingest.nmon import layout
+from ingest.nmon.host_config import HostConfigBuilder
 from ingest.records import Emitted, dead_letter
 
 SOURCE = "nmon"
 _TAG = re.compile(rb"^[A-Z][A-Za-z0-9_+\-]*$")
-_SNAPSHOT = re.compile(r"^T\d+$")
-
-# nmon column -> CpuSample field; header names are stripped of trailing blanks first
-CPU_ALL_COLUMNS = {
-    "User%": "user_pct",
-    "Sys%": "sys_pct",
-    "Wait%": "wait_pct",
-    "Idle%": "idle_pct",
-    "Steal%": "steal_pct",
-    "CPUs": "cpus",
-    "PhysicalCPUs": "cpus",
+_MONTHS = {
+    m: i
+    for i, m in enumerate(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"], start=1)
 }
-LPAR_COLUMNS = {"PhysicalCPU": "physc", "entitled": "entitled", "virtualCPUs": "virtual_cpus"}
-INT_FIELDS = {"cpus", "virtual_cpus"}
-SECTIONS = {"CPU_ALL": CPU_ALL_COLUMNS, "LPAR": LPAR_COLUMNS}
 
 
 class LineError(ValueError):
@@ -43,20 +38,19 @@ class LineError(ValueError):
 
 @dataclass
 class _Snapshot:
-    values: dict[str, float | int | None] = field(default_factory=dict)
+    rows: list[dict[str, object]] = field(default_factory=list)
+    cpu: dict[str, float | int | None] = field(default_factory=dict)
     first_line: int = 0
     first_offset: int = 0
     ts: datetime | None = None
 
 
-def _number(text: str, name: str) -> float | int | None:
-    text = text.strip()
-    if text == "":
-        return None
-    try:
-        return int(float(text)) if name in INT_FIELDS else float(text)
-    except ValueError:
-        raise LineError(f"{name}: not a number: {text!r}") from None
+def _is_snapshot_tag(tag: bytes) -> bool:
+    return len(tag) > 1 and tag[0] == 84 and tag[1:].isdigit()  # b"T0001"
+
+
+def _to_float(text: bytes) -> float | None:
+    return float(text) if text.strip() else None
 
 
 class NmonParser:
@@ -65,33 +59,28 @@ class NmonParser:
     def __init__(self, file_name: str, tz: tzinfo = UTC) -> None:
         self.file_name = file_name
         self.tz = tz
-        self.meta: dict[str, str] = {}
-        self.lpar_number: str | None = None
-        self.headers: dict[str, list[int | None]] = {}  # section -> field index per column
-        self.header_fields: dict[str, list[str]] = {}
-        self.snapshots: dict[str, _Snapshot] = {}
+        self.config = HostConfigBuilder()
+        self.headers: dict[bytes, layout.Header] = {}
+        self.snapshots: dict[bytes, _Snapshot] = {}
         self.lines = 0
         self.errors = 0
         self.snapshots_emitted = 0
+        self.values_emitted = 0
+        self.config_emitted = False
+        self.first_ts: datetime | None = None
 
     # identity -----------------------------------------------------------------------------
     @property
     def hostname(self) -> str:
-        return self.meta.get("host") or self.meta.get("runname") or Path(self.file_name).stem
+        return self.config.hostname or Path(self.file_name).name.split("_")[0]
 
     @property
     def host_id(self) -> str:
-        serial = self.meta.get("SerialNumber")
-        if serial and self.lpar_number:
-            return f"{serial}-{self.lpar_number}"
-        return self.hostname
+        return self.config.host_id or self.hostname
 
     @property
     def interval_s(self) -> float:
-        try:
-            return float(self.meta.get("interval", "0"))
-        except ValueError:
-            return 0.0
+        return self.config.interval_s
 
     # feeding ------------------------------------------------------------------------------
     def feed(self, raw: bytes, line_no: int, offset: int) -> Iterator[Emitted]:
@@ -109,108 +98,179 @@ class NmonParser:
         for tag in sorted(self.snapshots, key=_tag_number):
             snap = self.snapshots.pop(tag)
             if snap.ts is None:
-                self.errors += 1
-                yield dead_letter(
-                    SOURCE,
-                    self.file_name,
-                    snap.first_line,
-                    snap.first_offset,
-                    f"snapshot {tag} has data but no ZZZZ time line (file cut short?)",
-                    tag,
-                )
-            elif snap.values:
-                yield self._record(tag, snap)
+                if snap.rows or snap.cpu:
+                    self.errors += 1
+                    yield dead_letter(
+                        SOURCE,
+                        self.file_name,
+                        snap.first_line,
+                        snap.first_offset,
+                        f"snapshot {tag.decode()} has data but no ZZZZ time line (file cut short?)",
+                        tag,
+                    )
+            else:
+                yield from self._emit(tag, snap)
+        if not self.config_emitted and self.first_ts is not None:
+            yield self._config_record()
 
     def _line(self, line: bytes, line_no: int, offset: int) -> Iterator[Emitted]:
-        tag_bytes, _, rest_bytes = line.partition(b",")
-        if b"\x00" in line or not _TAG.match(tag_bytes):
+        tag, _, rest = line.partition(b",")
+        header = self.headers.get(tag)
+        if header is not None:
+            fields = rest.split(b",")
+            if _is_snapshot_tag(fields[0]):
+                self._data(header, fields[0], fields[1:], line_no, offset)
+                return
+            if header.top and len(fields) > 1 and _is_snapshot_tag(fields[1]):
+                # TOP,<PID>,T0001,...: the process id comes before the snapshot tag
+                self._data(header, fields[1], [fields[0], *fields[2:]], line_no, offset)
+                return
+        if b"\x00" in line or not _TAG.match(tag):
             raise LineError("not an nmon line (no section tag)")
-        tag = tag_bytes.decode("ascii")
-        if tag == "AAA":
-            self._aaa(rest_bytes.decode("utf-8", "replace"))
-            return
-        if tag == "ZZZZ":
-            yield from self._zzzz(rest_bytes.decode("utf-8", "replace"), line_no)
-            return
-        columns = SECTIONS.get(tag)
-        if columns is None:
-            return
-        fields = rest_bytes.decode("utf-8", "replace").split(",")
-        if not _SNAPSHOT.match(fields[0]):
-            self._header(tag, fields[1:], columns)
-            return
-        index = self.headers.get(tag)
-        if index is None:
-            raise LineError(f"{tag} data before its header line")
-        names = self.header_fields[tag]
-        snap = self.snapshots.get(fields[0])
+        if tag == b"ZZZZ":
+            yield from self._zzzz(rest, line_no)
+        elif tag == b"AAA" or tag.startswith(b"BBB"):
+            self.config.add(tag.decode(), rest.decode("utf-8", "replace"))
+        else:
+            fields = rest.split(b",")
+            if _is_snapshot_tag(fields[0]) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
+                raise LineError(f"{tag.decode()} data before its header line")
+            if tag == b"TOP" and len(fields) < 3:
+                return  # "TOP,%CPU Utilisation": a title, the column header follows
+            self.headers[tag] = layout.header(tag.decode(), [f.decode("utf-8", "replace") for f in fields[1:]])
+
+    def _data(self, header: layout.Header, tag: bytes, values: list[bytes], line_no: int, offset: int) -> None:
+        snap = self.snapshots.get(tag)
         if snap is None:
-            snap = self.snapshots[fields[0]] = _Snapshot(first_line=line_no, first_offset=offset)
-        values = fields[1:]
-        parsed = {}
-        for pos, name in zip(index, names, strict=True):
-            if pos is None:
-                continue
-            parsed[name] = _number(values[pos], name) if pos < len(values) else None
-        snap.values.update(parsed)
-
-    def _aaa(self, rest: str) -> None:
-        key, _, value = rest.partition(",")
-        if key == "LPARNumberName":
-            self.lpar_number = value.split(",")[0].strip()
-        self.meta[key.strip()] = value.strip()
-
-    def _header(self, tag: str, names: list[str], columns: dict[str, str]) -> None:
-        wanted = {column: pos for pos, column in enumerate(n.strip() for n in names) if column in columns}
-        self.headers[tag] = list(wanted.values())
-        self.header_fields[tag] = [columns[c] for c in wanted]
-
-    def _zzzz(self, rest: str, line_no: int) -> Iterator[Emitted]:
-        parts = rest.split(",")
-        if len(parts) < 3 or not _SNAPSHOT.match(parts[0]):
-            raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS,DD-MON-YYYY")
-        tag, clock, day = parts[0], parts[1].strip(), parts[2].strip()
+            snap = self.snapshots[tag] = _Snapshot(first_line=line_no, first_offset=offset)
+        width = header.width
+        if len(values) < width:
+            values = values + [b""] * (width - len(values))
+        labels = {header.columns[i]: values[i].decode("utf-8", "replace").strip() for i in header.text}
         try:
-            naive = datetime.strptime(f"{day} {clock}", "%d-%b-%Y %H:%M:%S")
+            numbers = [_to_float(values[i]) for i in header.numeric]
         except ValueError:
-            raise LineError(f"ZZZZ {tag}: bad time {clock!r} {day!r}") from None
-        snap = self.snapshots.setdefault(tag, _Snapshot(first_line=line_no))
-        snap.ts = naive.replace(tzinfo=self.tz)
+            bad = [i for i in header.numeric if not _is_number(values[i])]
+            if header.strict:
+                raise LineError(
+                    f"{header.section} {header.columns[bad[0]]}: not a number: {values[bad[0]][:40]!r}"
+                ) from None
+            # a section we do not know may carry text anywhere: keep it as labels
+            for i in bad:
+                labels[header.columns[i]] = values[i].decode("utf-8", "replace").strip()
+            numbers = [None if i in bad else _to_float(values[i]) for i in header.numeric]
+        entities = header.entities
+        if header.entity_from_labels:
+            entity = " ".join(labels.get(c, "") for c in header.entity_from_labels).strip()
+            entities = [entity] * len(numbers)
+        snap.rows.append(
+            {
+                "section": header.section,
+                "entities": entities,
+                "metrics": header.metrics,
+                "values": numbers,
+                "labels": labels,
+            }
+        )
+        if header.cpu_fields:
+            for name, pos in header.cpu_fields:
+                value = numbers[pos]
+                snap.cpu[name] = int(value) if value is not None and name in layout.INT_CPU_FIELDS else value
+
+    def _zzzz(self, rest: bytes, line_no: int) -> Iterator[Emitted]:
+        parts = rest.split(b",")
+        if len(parts) < 3 or not _is_snapshot_tag(parts[0]):
+            raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS,DD-MON-YYYY")
+        tag = parts[0]
+        ts = self._time(parts[1].strip(), parts[2].strip(), tag)
+        snap = self.snapshots.get(tag)
+        if snap is None:
+            snap = self.snapshots[tag] = _Snapshot(first_line=line_no)
+        snap.ts = ts
+        if self.first_ts is None:
+            self.first_ts = ts
+        if not self.config_emitted:
+            yield self._config_record()
         # every snapshot before this one has seen all its lines now
         number = _tag_number(tag)
         for done in [t for t in self.snapshots if _tag_number(t) < number]:
             earlier = self.snapshots.pop(done)
-            if earlier.ts is not None and earlier.values:
-                yield self._record(done, earlier)
+            if earlier.ts is not None:
+                yield from self._emit(done, earlier)
 
-    def _record(self, tag: str, snap: _Snapshot) -> Emitted:
-        self.snapshots_emitted += 1
+    def _time(self, clock: bytes, day: bytes, tag: bytes) -> datetime:
+        try:
+            d, mon, y = day.split(b"-")
+            hh, mm, ss = clock.split(b":")
+            naive = datetime(int(y), _MONTHS[mon.decode().upper()], int(d), int(hh), int(mm), int(ss))
+        except (ValueError, KeyError):
+            raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r} {day!r}") from None
+        return naive.replace(tzinfo=self.tz)
+
+    def _emit(self, tag: bytes, snap: _Snapshot) -> Iterator[Emitted]:
+        if not snap.rows:
+            return
         assert snap.ts is not None
-        record: dict[str, object] = {
-            "host_id": self.host_id,
-            "hostname": self.hostname,
-            "ts": int(snap.ts.timestamp() * 1000),
-            "interval_s": self.interval_s,
-            "source": SOURCE,
-            "origin_file": self.file_name,
-            "origin_snapshot": tag,
-        }
-        for name in (
-            "user_pct",
-            "sys_pct",
-            "wait_pct",
-            "idle_pct",
-            "steal_pct",
-            "cpus",
-            "physc",
-            "entitled",
-            "virtual_cpus",
-        ):
-            record[name] = snap.values.get(name)
-        return Emitted("cpu_samples", record, key=self.host_id)
+        self.snapshots_emitted += 1
+        ts_ms = int(snap.ts.timestamp() * 1000)
+        host_id, hostname, snapshot = self.host_id, self.hostname, tag.decode()
+        number = _tag_number(tag)
+        self.values_emitted += sum(len(r["values"]) for r in snap.rows)  # type: ignore[arg-type]
+        if snap.cpu:
+            record: dict[str, object] = {
+                "host_id": host_id,
+                "hostname": hostname,
+                "ts": ts_ms,
+                "interval_s": self.interval_s,
+                "source": SOURCE,
+                "origin_file": self.file_name,
+                "origin_snapshot": snapshot,
+            }
+            for name in layout.CPU_SAMPLE_FIELDS:
+                record[name] = snap.cpu.get(name)
+            yield Emitted("cpu_samples", record, key=host_id, snapshot=number)
+        yield Emitted(
+            "nmon_snapshots",
+            {
+                "host_id": host_id,
+                "hostname": hostname,
+                "ts": ts_ms,
+                "interval_s": self.interval_s,
+                "origin_file": self.file_name,
+                "origin_snapshot": snapshot,
+                "rows": snap.rows,
+            },
+            key=host_id,
+            snapshot=number,
+        )
+
+    def _config_record(self) -> Emitted:
+        self.config_emitted = True
+        assert self.first_ts is not None
+        return Emitted(
+            "host_configs",
+            {
+                "host_id": self.host_id,
+                "hostname": self.hostname,
+                "ts": int(self.first_ts.timestamp() * 1000),
+                "source": SOURCE,
+                "origin_file": self.file_name,
+                "attributes": self.config.attributes(),
+                "config_text": self.config.texts(),
+            },
+            key=self.host_id,
+        )
 
 
-def _tag_number(tag: str) -> int:
+def _is_number(text: bytes) -> bool:
+    try:
+        _to_float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _tag_number(tag: bytes) -> int:
     return int(tag[1:])
 
 

@@ -12,11 +12,17 @@ import pytest
 from ingest.nmon.parser import parse_file
 
 
-def records(path: Path, **kw) -> tuple[list[dict], list[dict]]:
-    good, bad = [], []
+def by_topic(path: Path, **kw) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {"cpu_samples": [], "nmon_snapshots": [], "host_configs": [], "dead_letters": []}
     for e in parse_file(path, **kw):
-        (bad if e.topic_key == "dead_letters" else good).append(e.record)
-    return good, bad
+        out[e.topic_key].append(e.record)
+    return out
+
+
+def records(path: Path, **kw) -> tuple[list[dict], list[dict]]:
+    """Typed CPU samples and dead letters."""
+    out = by_topic(path, **kw)
+    return out["cpu_samples"], out["dead_letters"]
 
 
 def ms(text: str) -> int:
@@ -99,7 +105,7 @@ def test_data_before_its_zzzz_line_and_garbage(tmp_path: Path) -> None:
     assert good[0]["user_pct"] == 1.0 and good[0]["steal_pct"] == 1.0  # header blanks stripped
     assert [(b["line"], b["error"].split(":")[0]) for b in bad] == [
         (6, "not an nmon line (no section tag)"),
-        (8, "sys_pct"),
+        (8, "CPU Sys%"),
         (9, "snapshot T0003 has data but no ZZZZ time line (file cut short?)"),
     ]
     assert bad[0]["byte_offset"] == len("".join(f.read_text().splitlines(keepends=True)[:5]).encode())

@@ -9,11 +9,19 @@ public class CpuSample {
   public Double stealPct;
   public Double physc;
   public Double entitled;
+  /** The source stream the sample came from (origin file); samples of one stream are in order. */
+  public String stream;
 
   public CpuSample() {}
 
   public CpuSample(
       String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled) {
+    this(hostId, hostname, ts, intervalS, stealPct, physc, entitled, "");
+  }
+
+  public CpuSample(
+      String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled,
+      String stream) {
     this.hostId = hostId;
     this.hostname = hostname;
     this.ts = ts;
@@ -21,5 +29,11 @@ public class CpuSample {
     this.stealPct = stealPct;
     this.physc = physc;
     this.entitled = entitled;
+    this.stream = stream;
+  }
+
+  /** Key of the event clock: one per host and source stream. */
+  public String streamKey() {
+    return hostId + "|" + stream;
   }
 }

@@ -69,7 +69,8 @@ public class CpuSampleDeserializer implements KafkaRecordDeserializationSchema<C
         (Double) r.get("interval_s"),
         (Double) r.get("steal_pct"),
         (Double) r.get("physc"),
-        (Double) r.get("entitled"));
+        (Double) r.get("entitled"),
+        r.get("origin_file").toString());
   }
 
   @Override

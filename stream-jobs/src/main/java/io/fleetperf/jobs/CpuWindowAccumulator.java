@@ -8,6 +8,7 @@ import java.util.List;
  * (time-weighted by each sample's interval), never means of per-sample ratios.
  */
 public class CpuWindowAccumulator {
+  public String hostId;
   public String hostname;
   public int samples;
   /** Σ interval and Σ steal% × interval over samples that report steal. */
@@ -19,6 +20,7 @@ public class CpuWindowAccumulator {
   public double entitledWeighted;
 
   public CpuWindowAccumulator add(CpuSample s) {
+    hostId = s.hostId;
     hostname = s.hostname;
     samples++;
     double dt = s.intervalS > 0 ? s.intervalS : 1.0;
@@ -36,6 +38,7 @@ public class CpuWindowAccumulator {
 
   public CpuWindowAccumulator merge(CpuWindowAccumulator o) {
     if (hostname == null) {
+      hostId = o.hostId;
       hostname = o.hostname;
     }
     samples += o.samples;
@@ -51,17 +54,16 @@ public class CpuWindowAccumulator {
    * steal_pct: % of CPU time stolen by the hypervisor; entc_pct: physc / entitled × 100 (AIX ec);
    * physc: physical processors consumed, time-weighted mean.
    */
-  public List<DerivedMetric> metrics(
-      String hostId, long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
+  public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(3);
     if (stealSeconds > 0) {
-      out.add(metric(hostId, "steal_pct", stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric("steal_pct", stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (lparSeconds > 0) {
-      out.add(metric(hostId, "physc", physcWeighted / lparSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric("physc", physcWeighted / lparSeconds, windowStart, windowEnd, isFinal, emittedAt));
       if (entitledWeighted > 0) {
         out.add(
-            metric(hostId, "entc_pct", 100.0 * physcWeighted / entitledWeighted, windowStart, windowEnd, isFinal,
+            metric("entc_pct", 100.0 * physcWeighted / entitledWeighted, windowStart, windowEnd, isFinal,
                 emittedAt));
       }
     }
@@ -69,7 +71,7 @@ public class CpuWindowAccumulator {
   }
 
   private DerivedMetric metric(
-      String hostId, String name, double value, long start, long end, boolean isFinal, long emittedAt) {
+      String name, double value, long start, long end, boolean isFinal, long emittedAt) {
     return new DerivedMetric(hostId, hostname, name, start, end, value, samples, isFinal, emittedAt);
   }
 }

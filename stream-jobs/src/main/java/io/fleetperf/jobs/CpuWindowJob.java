@@ -14,7 +14,7 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Per-host tumbling event-time windows over CpuSample records: steal_pct, physc and entc_pct.
- * cpu-samples topic -> windows keyed by host_id ({@link PerHostCpuWindows}) -> derived-metrics topic.
+ * cpu-samples topic -> windows per host and source stream ({@link PerStreamCpuWindows}) -> derived-metrics topic.
  */
 public final class CpuWindowJob {
   private CpuWindowJob() {}
@@ -42,19 +42,23 @@ public final class CpuWindowJob {
             .setDeserializer(new CpuSampleDeserializer(o.registryUrl))
             .build();
 
-    // Event time is kept per host inside PerHostCpuWindows, not as a partition-wide watermark.
+    // Event time is kept per host and source stream inside PerStreamCpuWindows, not as a
+    // partition-wide watermark.
     SingleOutputStreamOperator<DerivedMetric> metrics =
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "cpu-samples")
-            .keyBy(s -> s.hostId)
+            .keyBy(CpuSample::streamKey)
             .process(
-                new PerHostCpuWindows(
-                    o.window.toMillis(), o.outOfOrderness.toMillis(), o.idleFlush.toMillis()))
+                new PerStreamCpuWindows(
+                    o.window.toMillis(),
+                    o.outOfOrderness.toMillis(),
+                    o.idleFlush.toMillis(),
+                    o.streamRetain.toMillis()))
             .name("cpu-window");
     metrics
-        .getSideOutput(PerHostCpuWindows.LATE)
+        .getSideOutput(PerStreamCpuWindows.LATE)
         .map(s -> s.hostId + " " + s.ts)
         .name("late-samples")
-        .print("late cpu sample (window already closed for host)");
+        .print("late cpu sample (window already closed for its stream)");
 
     KafkaSink<DerivedMetric> sink =
         KafkaSink.<DerivedMetric>builder()

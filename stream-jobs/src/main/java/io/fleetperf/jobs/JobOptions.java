@@ -18,6 +18,7 @@ public final class JobOptions {
   public final Duration outOfOrderness;
   public final Duration idleFlush;
   public final Duration checkpointInterval;
+  public final Duration streamRetain;
   public final int restPort;
 
   private JobOptions(Map<String, String> m) {
@@ -31,6 +32,7 @@ public final class JobOptions {
     idleFlush = Duration.ofSeconds(Long.parseLong(m.getOrDefault("idle-flush-seconds", "5")));
     checkpointInterval =
         Duration.ofSeconds(Long.parseLong(m.getOrDefault("checkpoint-interval-seconds", "10")));
+    streamRetain = Duration.ofSeconds(Long.parseLong(m.getOrDefault("stream-retain-seconds", "1800")));
     restPort = Integer.parseInt(m.getOrDefault("rest-port", "0"));
   }
 
@@ -57,6 +59,6 @@ public final class JobOptions {
   private static String usage() {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
-        + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--rest-port P]";
+        + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }
 }

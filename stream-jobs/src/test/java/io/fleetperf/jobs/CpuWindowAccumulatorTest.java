@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 class CpuWindowAccumulatorTest {
   private static Map<String, Double> values(CpuWindowAccumulator acc) {
-    return acc.metrics("h", 0, 60_000, true, 1).stream()
+    return acc.metrics(0, 60_000, true, 1).stream()
         .collect(Collectors.toMap(m -> m.metric, m -> m.value));
   }
 
@@ -39,9 +39,9 @@ class CpuWindowAccumulatorTest {
   @Test
   void metricsWithoutInputAreNotInvented() {
     CpuWindowAccumulator linux = new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, 4.0, null, null));
-    assertEquals(List.of("steal_pct"), linux.metrics("h", 0, 60_000, true, 1).stream().map(m -> m.metric).toList());
+    assertEquals(List.of("steal_pct"), linux.metrics(0, 60_000, true, 1).stream().map(m -> m.metric).toList());
     CpuWindowAccumulator oldNmon = new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, null, null, null));
-    assertTrue(oldNmon.metrics("h", 0, 60_000, true, 1).isEmpty());
+    assertTrue(oldNmon.metrics(0, 60_000, true, 1).isEmpty());
   }
 
   @Test

@@ -13,14 +13,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class PerHostCpuWindowsTest {
+class PerStreamCpuWindowsTest {
   private static final long MIN = 60_000;
   private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> harness;
 
   @BeforeEach
   void setUp() throws Exception {
     harness = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new PerHostCpuWindows(MIN, 5_000, 3_000)), s -> s.hostId, Types.STRING);
+        new KeyedProcessOperator<>(new PerStreamCpuWindows(MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
+        Types.STRING);
     harness.open();
     harness.setProcessingTime(0);
   }
@@ -31,7 +32,11 @@ class PerHostCpuWindowsTest {
   }
 
   private void steal(String host, long ts, double steal) throws Exception {
-    harness.processElement(new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null)));
+    steal(host, "file1", ts, steal);
+  }
+
+  private void steal(String host, String file, long ts, double steal) throws Exception {
+    harness.processElement(new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null, file)));
   }
 
   private List<DerivedMetric> output() {
@@ -62,8 +67,36 @@ class PerHostCpuWindowsTest {
     steal("old", 10_000, 7.0); // years "behind" host "new": still a fresh window for host "old"
     steal("old", 2 * MIN, 7.0);
     assertEquals(List.of("new", "old"), output().stream().map(m -> m.entityId).toList());
-    assertTrue(harness.getSideOutput(PerHostCpuWindows.LATE) == null
-        || harness.getSideOutput(PerHostCpuWindows.LATE).isEmpty());
+    assertTrue(harness.getSideOutput(PerStreamCpuWindows.LATE) == null
+        || harness.getSideOutput(PerStreamCpuWindows.LATE).isEmpty());
+  }
+
+  @Test
+  void lastYearsFileOfAHostIsNotLateBehindTodaysLiveFile() throws Exception {
+    steal("a", "today.nmon", 400 * MIN, 1.0);
+    steal("a", "today.nmon", 402 * MIN, 1.0);
+    steal("a", "lastyear.nmon", 10_000, 7.0);
+    steal("a", "lastyear.nmon", 2 * MIN, 7.0);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertEquals(List.of("a", "a"), out.stream().map(m -> m.entityId).toList());
+    assertEquals(0, out.get(1).windowStart);
+    assertEquals(7.0, out.get(1).value, 1e-12);
+  }
+
+  @Test
+  void anEndedStreamIsEmittedAsFinalAndItsStateDropped() throws Exception {
+    steal("a", 10_000, 2.0);
+    harness.setProcessingTime(3_000);
+    assertFalse(output().get(0).isFinal);
+    harness.setProcessingTime(20_000);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertTrue(out.get(1).isFinal);
+    assertEquals(2.0, out.get(1).value, 1e-12);
+    assertEquals(0, harness.numKeyedStateEntries());
+    steal("a", 5_000, 4.0); // the stream's clock is gone with its state: not late any more
+    assertTrue(harness.getSideOutput(PerStreamCpuWindows.LATE) == null);
   }
 
   @Test
@@ -73,7 +106,7 @@ class PerHostCpuWindowsTest {
     int before = output().size();
     steal("a", 20_000, 50.0);
     assertEquals(before, output().size());
-    assertEquals(1, harness.getSideOutput(PerHostCpuWindows.LATE).size());
+    assertEquals(1, harness.getSideOutput(PerStreamCpuWindows.LATE).size());
   }
 
   @Test
@@ -109,8 +142,8 @@ class PerHostCpuWindowsTest {
 
   @Test
   void windowStartHandlesNegativeAndExactBoundaries() {
-    assertEquals(0, PerHostCpuWindows.windowStart(0, MIN));
-    assertEquals(MIN, PerHostCpuWindows.windowStart(MIN, MIN));
-    assertEquals(-MIN, PerHostCpuWindows.windowStart(-1, MIN));
+    assertEquals(0, PerStreamCpuWindows.windowStart(0, MIN));
+    assertEquals(MIN, PerStreamCpuWindows.windowStart(MIN, MIN));
+    assertEquals(-MIN, PerStreamCpuWindows.windowStart(-1, MIN));
   }
 }

@@ -13,31 +13,39 @@ import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
- * Tumbling event-time windows with one event clock per host instead of one watermark per Kafka
- * partition. A fleet backfill interleaves files of many hosts from different years: with a shared
- * watermark, last year's file of host B would be "late" behind this week's file of host A and be
- * dropped. Here each host's windows close on that host's own clock (its newest sample minus the
- * allowed out-of-orderness), so hosts never hold back or invalidate each other.
+ * Tumbling event-time windows with one event clock per source stream (host and file, see
+ * {@link CpuSample#streamKey()}) instead of one watermark per Kafka partition.
  *
- * <p>A window whose host goes quiet for {@code idle} of processing time emits an early result
- * (is_final=false) so the last minutes of a file do not wait for data that may never come; the
- * final result replaces it downstream when the host's clock passes the window. Samples for a
- * window that has already closed go to {@link #LATE}.
+ * <p>Why: a file written by nmon or sadc is an ordered stream of one host, but a fleet backfill
+ * interleaves files of many hosts and periods, and users backfill last year's archive of a host
+ * while today's file of the same host streams live. With a shared watermark (or one clock per
+ * host) the older data would be dropped as late. With one clock per stream, each file's windows
+ * close on that file's own time: a window closes when the stream's newest sample is
+ * {@code outOfOrderness} past its end.
+ *
+ * <p>A stream that goes quiet for {@code idle} of processing time emits early results for its open
+ * windows (is_final=false), so the last minutes of a file do not wait for data that may never
+ * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
+ * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
+ * state is dropped. Samples for a window already closed go to {@link #LATE}.
  */
-public class PerHostCpuWindows extends KeyedProcessFunction<String, CpuSample, DerivedMetric> {
+public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample, DerivedMetric> {
   public static final OutputTag<CpuSample> LATE = new OutputTag<>("late-cpu-samples") {};
 
   private final long size;
   private final long outOfOrderness;
   private final long idle;
+  private final long retain;
   private transient MapState<Long, CpuWindowAccumulator> open;
   private transient ValueState<Long> newestSample;
   private transient ValueState<Long> lastArrival;
+  private transient ValueState<Boolean> flushed;
 
-  public PerHostCpuWindows(long sizeMillis, long outOfOrdernessMillis, long idleMillis) {
+  public PerStreamCpuWindows(long sizeMillis, long outOfOrdernessMillis, long idleMillis, long retainMillis) {
     this.size = sizeMillis;
     this.outOfOrderness = outOfOrdernessMillis;
     this.idle = idleMillis;
+    this.retain = Math.max(retainMillis, idleMillis);
   }
 
   @Override
@@ -46,6 +54,7 @@ public class PerHostCpuWindows extends KeyedProcessFunction<String, CpuSample, D
         .getMapState(new MapStateDescriptor<>("open-windows", Long.class, CpuWindowAccumulator.class));
     newestSample = getRuntimeContext().getState(new ValueStateDescriptor<>("newest-sample", Long.class));
     lastArrival = getRuntimeContext().getState(new ValueStateDescriptor<>("last-arrival", Long.class));
+    flushed = getRuntimeContext().getState(new ValueStateDescriptor<>("flushed", Boolean.class));
   }
 
   /** Start of the tumbling window holding {@code ts}. */
@@ -66,22 +75,24 @@ public class PerHostCpuWindows extends KeyedProcessFunction<String, CpuSample, D
     if (newest == null || s.ts > newest) {
       newest = s.ts;
       newestSample.update(newest);
-      closeUpTo(ctx.getCurrentKey(), newest, out);
+      closeUpTo(newest, out);
     }
     long now = ctx.timerService().currentProcessingTime();
     lastArrival.update(now);
+    flushed.update(false);
     ctx.timerService().registerProcessingTimeTimer(now + idle);
+    ctx.timerService().registerProcessingTimeTimer(now + retain);
   }
 
   private boolean closed(long start, long newest) {
     return start + size + outOfOrderness <= newest;
   }
 
-  private void closeUpTo(String host, long newest, Collector<DerivedMetric> out) throws Exception {
+  private void closeUpTo(long newest, Collector<DerivedMetric> out) throws Exception {
     List<Long> done = new ArrayList<>();
     for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
       if (closed(e.getKey(), newest)) {
-        emit(host, e.getKey(), e.getValue(), true, out);
+        emit(e.getKey(), e.getValue(), true, out);
         done.add(e.getKey());
       }
     }
@@ -93,18 +104,28 @@ public class PerHostCpuWindows extends KeyedProcessFunction<String, CpuSample, D
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out) throws Exception {
     Long last = lastArrival.value();
-    // every sample registers a timer; only the one that finds the host quiet since then flushes
-    if (last == null || timestamp < last + idle) {
+    if (last == null) {
       return;
     }
-    for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
-      emit(ctx.getCurrentKey(), e.getKey(), e.getValue(), false, out);
+    // every sample registers timers; only those that find the stream quiet since then act
+    if (timestamp >= last + retain) {
+      for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
+        emit(e.getKey(), e.getValue(), true, out);
+      }
+      open.clear();
+      newestSample.clear();
+      lastArrival.clear();
+      flushed.clear();
+    } else if (timestamp >= last + idle && !Boolean.TRUE.equals(flushed.value())) {
+      for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
+        emit(e.getKey(), e.getValue(), false, out);
+      }
+      flushed.update(true);
     }
-    lastArrival.clear();
   }
 
-  private void emit(String host, long start, CpuWindowAccumulator acc, boolean isFinal, Collector<DerivedMetric> out) {
-    for (DerivedMetric m : acc.metrics(host, start, start + size, isFinal, System.currentTimeMillis())) {
+  private void emit(long start, CpuWindowAccumulator acc, boolean isFinal, Collector<DerivedMetric> out) {
+    for (DerivedMetric m : acc.metrics(start, start + size, isFinal, System.currentTimeMillis())) {
       out.collect(m);
     }
   }

@@ -1,0 +1,117 @@
+"""Live tail: publish snapshots of nmon files while nmon is still writing them.
+
+Only complete lines are read; a snapshot is published when the next ZZZZ line shows it is
+complete, so records lag nmon by one interval. Directories are re-scanned for new files (nmon's
+daily rotation starts a new file); a file that has not grown for `finish_idle` seconds while a
+newer file of the same host exists is finished (its last snapshot published) and dropped.
+Progress is checkpointed in the ledger after every poll, so a restart continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import tzinfo
+from pathlib import Path
+
+from core.config import Settings
+from core.kafka_avro import AvroProducer
+from ingest.ledger import Ledger
+from ingest.nmon.parser import open_binary
+from ingest.publish import FilePublisher, Summary, expand
+
+
+@dataclass
+class _Tailed:
+    publisher: FilePublisher
+    offset: int = 0
+    line_no: int = 0
+    partial: bytes = b""
+    last_growth: float = 0.0
+
+
+class Follower:
+    def __init__(
+        self,
+        settings: Settings,
+        inputs: list[str],
+        tz: tzinfo,
+        poll_seconds: float = 1.0,
+        finish_idle: float = 120.0,
+        producer: AvroProducer | None = None,
+    ) -> None:
+        self.inputs = inputs
+        self.tz = tz
+        self.poll_seconds = poll_seconds
+        self.finish_idle = finish_idle
+        self.producer = producer or AvroProducer(settings)
+        self.ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
+        self.summary = Summary()
+        self.files: dict[Path, _Tailed] = {}
+        self.finished: set[Path] = set()
+        self.stop_event = threading.Event()
+
+    def run(self, max_seconds: float | None = None) -> Summary:
+        started = time.monotonic()
+        while not self.stop_event.is_set():
+            self.poll_once()
+            if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                break
+            self.stop_event.wait(self.poll_seconds)
+        for tailed in self.files.values():
+            tailed.publisher.checkpoint()
+        self.summary.seconds = time.monotonic() - started
+        return self.summary
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def poll_once(self) -> None:
+        for path in expand(self.inputs):
+            if path not in self.files and path not in self.finished:
+                publisher = FilePublisher(path, self.tz, self.producer, self.ledger, self.summary)
+                if publisher.already_done():
+                    self.finished.add(path)
+                    continue
+                self.files[path] = _Tailed(publisher, last_growth=time.monotonic())
+                self.summary.files += 1
+        for path, tailed in list(self.files.items()):
+            self._read_new_lines(path, tailed)
+            tailed.publisher.checkpoint()
+        self._finish_rotated()
+
+    def _read_new_lines(self, path: Path, tailed: _Tailed) -> None:
+        size = path.stat().st_size
+        if size < tailed.offset + len(tailed.partial):
+            raise RuntimeError(f"{path} shrank from {tailed.offset} to {size} bytes while being followed")
+        if size == tailed.offset + len(tailed.partial):
+            return
+        tailed.last_growth = time.monotonic()
+        with open_binary(path) as handle:
+            handle.seek(tailed.offset + len(tailed.partial))
+            data = tailed.partial + handle.read()
+        lines = data.split(b"\n")
+        tailed.partial = lines.pop()  # an incomplete last line waits for the rest
+        for line in lines:
+            tailed.line_no += 1
+            raw = line + b"\n"
+            tailed.publisher.feed(raw, tailed.line_no, tailed.offset)
+            tailed.offset += len(raw)
+            self.summary.bytes += len(raw)
+
+    def _finish_rotated(self) -> None:
+        now = time.monotonic()
+        for path, tailed in list(self.files.items()):
+            if now - tailed.last_growth < self.finish_idle:
+                continue
+            host = tailed.publisher.parser.host_id
+            newer = [
+                p
+                for p, t in self.files.items()
+                if p != path and t.publisher.parser.host_id == host and p.stat().st_mtime > path.stat().st_mtime
+            ]
+            if newer:
+                tailed.publisher.finish()
+                self.finished.add(path)
+                del self.files[path]

@@ -1,0 +1,129 @@
+"""How nmon sections map to (section, entity, metric): decided once per header line, so data
+lines only convert numbers. The table below is the whole mapping; see README.md beside this file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# per-CPU sections: CPU01 / CPU001 -> section CPU, entity "1"; CPU_ALL -> entity "ALL"
+_PER_CPU = re.compile(r"^(CPU|PCPU|SCPU)(\d+|_ALL)$")
+# sections whose columns are entities (disks, disk groups, volume groups, file systems);
+# nmon splits long disk lists into DISKBUSY1, DISKBUSY2, ...
+_COLUMNS_ARE_ENTITIES = re.compile(r"^(DISK[A-Z]+|DG[A-Z]+|VG[A-Z]+|JFSFILE|JFSINODE)(\d*)$")
+# columns "<entity><sep><metric>": NET* "en0-read-KB/s", IOADAPT "fcs0_read-KB/s"
+_ENTITY_PREFIXED = {"NET": "-", "NETPACKET": "-", "NETERROR": "-", "NETSIZE": "-", "IOADAPT": "_"}
+# text columns of known sections; everything else in a known section must be a number
+_TEXT_COLUMNS = {"TOP": {"PID", "Command", "WLMclass"}}
+KNOWN = {
+    "CPU",
+    "PCPU",
+    "SCPU",
+    "LPAR",
+    "POOLS",
+    "MEM",
+    "MEMNEW",
+    "MEMUSE",
+    "MEMPAGES4KB",
+    "MEMPAGES64KB",
+    "MEMPAGES16MB",
+    "MEMPAGES16GB",
+    "PAGE",
+    "PAGING",
+    "PROC",
+    "PROCAIO",
+    "FILE",
+    "VM",
+    "NET",
+    "NETPACKET",
+    "NETERROR",
+    "NETSIZE",
+    "IOADAPT",
+    "TOP",
+    "JFSFILE",
+    "JFSINODE",
+}
+
+# typed CpuSample fields (schemas/cpu_sample.avsc) from CPU_ALL and LPAR
+CPU_SAMPLE_FIELDS = (
+    "user_pct",
+    "sys_pct",
+    "wait_pct",
+    "idle_pct",
+    "steal_pct",
+    "cpus",
+    "physc",
+    "entitled",
+    "virtual_cpus",
+)
+INT_CPU_FIELDS = {"cpus", "virtual_cpus"}
+_CPU_COLUMNS = {
+    "CPU_ALL": {
+        "User%": "user_pct",
+        "Sys%": "sys_pct",
+        "Wait%": "wait_pct",
+        "Idle%": "idle_pct",
+        "Steal%": "steal_pct",
+        "CPUs": "cpus",
+        "PhysicalCPUs": "cpus",
+    },
+    "LPAR": {"PhysicalCPU": "physc", "entitled": "entitled", "virtualCPUs": "virtual_cpus"},
+}
+
+
+@dataclass(frozen=True)
+class Header:
+    section: str
+    columns: list[str]
+    numeric: list[int]  # positions of the numeric columns, in value order
+    text: list[int]  # positions of text columns (-> labels)
+    entities: list[str]
+    metrics: list[str]
+    strict: bool  # known section: a non-number in a numeric column is an error
+    top: bool = False
+    entity_from_labels: tuple[str, ...] = ()
+    cpu_fields: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+
+def fold(tag: str) -> tuple[str, str | None]:
+    """Section name and, for per-CPU sections, the entity."""
+    m = _PER_CPU.match(tag)
+    if m:
+        return m.group(1), "ALL" if m.group(2) == "_ALL" else str(int(m.group(2)))
+    m = _COLUMNS_ARE_ENTITIES.match(tag)
+    if m:
+        return m.group(1), None
+    return tag, None
+
+
+def header(tag: str, columns: list[str]) -> Header:
+    """columns: the header's fields after the section title (for TOP: after '+PID')."""
+    columns = [c.strip() for c in columns]
+    top = tag == "TOP"
+    if top:
+        columns = ["PID", *columns[1:]]  # the "Time" column is where data lines carry Tnnnn
+    section, cpu_entity = fold(tag)
+    text_names = _TEXT_COLUMNS.get(section, set())
+    numeric = [i for i, c in enumerate(columns) if c not in text_names]
+    text = [i for i, c in enumerate(columns) if c in text_names]
+    names = [columns[i] for i in numeric]
+    if cpu_entity is not None:
+        entities, metrics = [cpu_entity] * len(names), names
+    elif _COLUMNS_ARE_ENTITIES.match(tag):
+        entities, metrics = names, [section] * len(names)
+    elif section in _ENTITY_PREFIXED:
+        sep = _ENTITY_PREFIXED[section]
+        pairs = [n.split(sep, 1) if sep in n else ["", n] for n in names]
+        entities, metrics = [p[0] for p in pairs], [p[1] for p in pairs]
+    else:
+        entities, metrics = [""] * len(names), names
+    cpu_map = _CPU_COLUMNS.get(tag, {})
+    cpu_fields = tuple((cpu_map[n], pos) for pos, n in enumerate(names) if n in cpu_map)
+    strict = section in KNOWN or _COLUMNS_ARE_ENTITIES.match(tag) is not None
+    return Header(
+        section, columns, numeric, text, entities, metrics, strict, top, ("PID", "Command") if top else (), cpu_fields
+    )

@@ -1,0 +1,152 @@
+"""nmon collector on the real stack: live tail exactly once, resume after a crash, every section in SQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cli.sql_client import query, wait_stable
+from core.config import Settings
+from ingest.follow import Follower
+from ingest.ledger import Ledger
+from ingest.nmon.simulate import simulate
+from ingest.publish import FilePublisher, Summary, ingest
+from tests.integration.kafka_read import read_all
+
+pytestmark = pytest.mark.integration
+
+
+def _published_snapshots(settings: Settings, path: Path) -> Counter:
+    return Counter(r["origin_snapshot"] for r in read_all(settings, "nmon_snapshots") if r["origin_file"] == str(path))
+
+
+def test_follow_publishes_each_snapshot_of_a_growing_file_exactly_once(stack: Settings, tmp_path: Path) -> None:
+    day1, day2 = simulate(
+        tmp_path / "src",
+        hosts=1,
+        start=datetime(2026, 4, 1, 23, 55),
+        duration=timedelta(minutes=10),
+        interval=10,
+        seed=3,
+    )
+    text = day1.read_bytes()
+    live = tmp_path / "live" / day1.name
+    live.parent.mkdir()
+    live.write_bytes(b"")
+
+    def run_follower(stop_after: threading.Event) -> Follower:
+        follower = Follower(stack, [str(live.parent)], UTC, poll_seconds=0.2, finish_idle=1.0)
+        thread = threading.Thread(target=follower.run, daemon=True)
+        thread.start()
+        stop_after.wait()
+        follower.stop()
+        thread.join(timeout=30)
+        return follower
+
+    # nmon writes in uneven pieces, often mid-line; the follower is killed half way and restarted
+    chunks = [text[i : i + 997] for i in range(0, len(text), 997)]
+    half = len(chunks) // 2
+    for part, pieces in ((1, chunks[:half]), (2, chunks[half:])):
+        stop = threading.Event()
+        runner = threading.Thread(target=run_follower, args=(stop,))
+        runner.start()
+        for piece in pieces:
+            with open(live, "ab") as handle:
+                handle.write(piece)
+            time.sleep(0.05)
+        if part == 2:
+            # the daily rotation: tomorrow's file appears, today's stops growing and is finished
+            (live.parent / day2.name).write_bytes(day2.read_bytes())
+            time.sleep(2.5)
+        time.sleep(0.6)
+        stop.set()
+        runner.join(timeout=60)
+
+    counts = _published_snapshots(stack, live)
+    assert len(counts) == 30  # 5 minutes at 10 s on the first day
+    assert set(counts.values()) == {1}
+    # tomorrow's file is still live: its last snapshot waits for the next ZZZZ line
+    tomorrow = _published_snapshots(stack, live.parent / day2.name)
+    assert tomorrow.total() == 29 and "T0030" not in tomorrow
+
+
+def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, tmp_path: Path) -> None:
+    [path] = simulate(
+        tmp_path, hosts=1, start=datetime(2026, 4, 3, 8, 0), duration=timedelta(minutes=20), interval=10, seed=11
+    )
+    lines = path.read_bytes().splitlines(keepends=True)
+    # first run dies after two thirds of the file, after its last checkpoint
+    from core.kafka_avro import AvroProducer
+
+    crashed = FilePublisher(
+        path, UTC, AvroProducer(stack), Ledger(stack.state_dir / "ingest-ledger.sqlite"), Summary(), quiet=True
+    )
+    offset = 0
+    for n, raw in enumerate(lines[: len(lines) * 2 // 3], start=1):
+        crashed.feed(raw, n, offset)
+        offset += len(raw)
+    crashed.checkpoint()
+    first = crashed.progress.last_snapshot
+    assert 0 < first < 120
+
+    rerun = ingest(stack, [str(path)], UTC, progress=False)
+    assert rerun.snapshots == 120 - first
+    counts = _published_snapshots(stack, path)
+    assert len(counts) == 120 and set(counts.values()) == {1}
+    assert ingest(stack, [str(path)], UTC, progress=False).skipped == 1
+
+
+def test_every_section_of_the_aix_file_is_queryable(stack: Settings, corpus: Path) -> None:
+    aix = corpus / "nmon" / "aix71_aixlpar_nmon2influxdb.nmon"
+    summary = ingest(stack, [str(aix)], UTC, progress=False)
+    assert summary.errors == 0
+    host = "0123456A-6"
+    total = wait_stable(
+        stack, f"SELECT count() FROM nmon_values_v WHERE host_id = '{host}'", timeout=120, minimum=summary.values
+    )
+    assert total == summary.values
+    t2 = "'2016-02-10 17:33:10'"  # T0002
+
+    def value(section: str, entity: str, metric: str) -> float:
+        _, rows = query(
+            stack,
+            f"SELECT value FROM nmon_values_v WHERE host_id = '{host}' AND ts = {t2} AND "
+            f"section = '{section}' AND entity = '{entity}' AND metric = '{metric}'",
+        )
+        assert len(rows) == 1, (section, entity, metric, rows)
+        return rows[0][0]
+
+    # values as written on the T0002 lines of the raw file
+    assert value("LPAR", "", "PhysicalCPU") == 1.429
+    assert value("CPU", "ALL", "User%") == 33.1
+    assert value("CPU", "1", "User%") == pytest.approx(float(_field(aix, "CPU01,T0002", 2)))
+    assert value("DISKBUSY", "hdisk1", "DISKBUSY") == 0.7
+    assert value("NET", "en0", "read-KB/s") == 2.0
+    assert value("IOADAPT", "fcs3", "write-KB/s") == 187.5
+    assert value("TOP", "2555992 j2pg", "%CPU") == 9.64
+    assert value("POOLS", "", "entitled_pool_capacity") == 14.9
+    _, sections = query(stack, f"SELECT count(DISTINCT section) FROM nmon_values_v WHERE host_id = '{host}'")
+    assert sections[0][0] >= 40
+    wait_stable(stack, f"SELECT count() FROM host_inventory WHERE host_id = '{host}'", timeout=60)
+    _, inv = query(
+        stack, f"SELECT hostname, frame_id, entitled_capacity, smt_mode FROM host_inventory WHERE host_id = '{host}'"
+    )
+    assert inv == [["aixlpar", "8205-E6C*0123456A", "1.30", "4"]]
+    _, labels = query(
+        stack,
+        f"SELECT text FROM nmon_labels FINAL WHERE host_id = '{host}' AND section = 'TOP' "
+        f"AND entity = '2555992 j2pg' AND label = 'WLMclass' AND ts = {t2}",
+    )
+    assert labels == [["Unclassified"]]
+
+
+def _field(path: Path, prefix: str, index: int) -> str:
+    for line in path.read_text().splitlines():
+        if line.startswith(prefix + ","):
+            return line.split(",")[index]
+    raise AssertionError(prefix)

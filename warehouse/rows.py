@@ -1,0 +1,52 @@
+"""Decoded Avro record -> ClickHouse rows. Most topics map one record to one row of the table named
+in config (columns = the schema's fields); nmon snapshots explode into long-form values and labels."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from core.config import Settings
+
+Row = list[Any]
+Builder = Callable[[dict[str, Any]], Iterator[tuple[str, Row]]]
+
+NMON_VALUE_COLUMNS = ["host_id", "ts", "section", "entity", "metric", "value"]
+NMON_LABEL_COLUMNS = ["host_id", "ts", "section", "entity", "label", "text"]
+
+
+def _nmon_snapshot(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+    host, ts = record["host_id"], record["ts"]
+    for row in record["rows"]:
+        section = row["section"]
+        for entity, metric, value in zip(row["entities"], row["metrics"], row["values"], strict=True):
+            yield "nmon_values", [host, ts, section, entity, metric, value]
+        labels = row["labels"]
+        if labels:
+            entity = row["entities"][0] if row["entities"] else ""
+            for label, text in labels.items():
+                yield "nmon_labels", [host, ts, section, entity, label, text]
+
+
+class RowMapper:
+    def __init__(self, settings: Settings) -> None:
+        self.columns: dict[str, list[str]] = {"nmon_values": NMON_VALUE_COLUMNS, "nmon_labels": NMON_LABEL_COLUMNS}
+        self.builders: dict[str, Builder] = {}
+        for topic in settings.topics.values():
+            if topic.key == "nmon_snapshots":
+                self.builders[topic.name] = _nmon_snapshot
+                continue
+            fields = [f["name"] for f in json.loads(topic.schema_text())["fields"]]
+            self.columns[topic.table] = fields
+            self.builders[topic.name] = _single(topic.table, fields)
+
+    def rows(self, topic: str, record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+        return self.builders[topic](record)
+
+
+def _single(table: str, fields: list[str]) -> Builder:
+    def build(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+        yield table, [record.get(f) for f in fields]
+
+    return build
