@@ -254,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("--start", help="ISO start time (default: now minus --hours)")
 
-    parse = add("parse", cmd_parse, "decode files and print the Kafka messages they make as JSON lines: topic, key, value (no Kafka needed)")
+    parse = add(
+        "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
+    )
     parse.add_argument("source", choices=["nmon"])
     parse.add_argument("files", nargs="+")
     parse.add_argument("--tz", default="UTC")
@@ -279,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args, config.load())
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"fleetperf {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,141 @@
+"""nmon collector throughput per core: parse only, parse + Avro (Confluent framing, no broker), and
+file -> Kafka (with --kafka, against the running local stack), on the corpus and on large files
+built from the real AIX corpus file (its snapshots repeated with new tags and times). Also the
+peak RSS of parsing files of growing size in fresh processes, which must stay flat."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fastavro import parse_schema, schemaless_writer  # noqa: E402
+
+from core import config  # noqa: E402
+from ingest.nmon.parser import parse_file  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "nmon"
+
+
+def grow_aix(copies: int, target: Path) -> Path:
+    """The AIX corpus file with its 187 snapshots repeated `copies` times (tags and times advanced)."""
+    src = (CORPUS / "aix71_aixlpar_nmon2influxdb.nmon").read_text().splitlines()
+    header = [line for line in src if not line.split(",", 2)[1:2] or not _snap(line)]
+    body = [line for line in src if _snap(line)]
+    first = datetime(2016, 2, 10, 17, 28, 10)
+    with open(target, "w") as out:
+        out.write("\n".join(header) + "\n")
+        for c in range(copies):
+            shift = 187 * c
+            for line in body:
+                parts = line.split(",")
+                pos = 2 if parts[0] == "TOP" else 1
+                n = int(parts[pos][1:]) + shift
+                parts[pos] = f"T{n:05d}"
+                if parts[0] == "ZZZZ":
+                    ts = first + timedelta(seconds=300 * (n - 1))
+                    parts[2], parts[3] = ts.strftime("%H:%M:%S"), ts.strftime("%d-%b-%Y").upper()
+                out.write(",".join(parts) + "\n")
+    return target
+
+
+def _snap(line: str) -> bool:
+    parts = line.split(",")
+    for p in parts[1:3]:
+        if len(p) > 1 and p[0] == "T" and p[1:].isdigit():
+            return True
+    return False
+
+
+def measure(path: Path, encode: bool) -> dict[str, float]:
+    schemas = {}
+    if encode:
+        settings = config.load()
+        for topic in settings.topics.values():
+            schemas[topic.key] = parse_schema(json.loads(topic.schema_text()))
+    buf = io.BytesIO()
+    values = records = 0
+    t0 = time.process_time()
+    for e in parse_file(path, UTC):
+        records += 1
+        if e.topic_key == "nmon_snapshots":
+            values += sum(len(r["values"]) for r in e.record["rows"])
+        if encode:
+            buf.seek(0)
+            buf.write(b"\0\0\0\0\1")  # Confluent frame header, as the producer writes it
+            schemaless_writer(buf, schemas[e.topic_key], e.record)
+    cpu = time.process_time() - t0
+    mb = path.stat().st_size / 1e6
+    return {"MB": mb, "cpu_s": cpu, "MB/s": mb / cpu, "values/s": values / cpu, "records": records}
+
+
+def to_kafka(path: Path) -> dict[str, float]:
+    from ingest.publish import ingest
+
+    t0 = time.process_time()
+    w0 = time.monotonic()
+    summary = ingest(config.load(), [str(path)], UTC, force=True, progress=False)
+    cpu = time.process_time() - t0
+    wall = time.monotonic() - w0
+    mb = path.stat().st_size / 1e6
+    return {"MB": mb, "cpu_s": cpu, "MB/s": mb / cpu, "wall MB/s": mb / wall, "values/s": summary.values / cpu}
+
+
+def peak_rss_of_parse(path: Path) -> float:
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from ingest.nmon.parser import parse_file\nfrom pathlib import Path\nimport resource\n"
+        f"for _ in parse_file(Path({str(path)!r})): pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return int(out.strip()) / 1024
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40], help="sizes of the grown AIX file")
+    ap.add_argument("--kafka", action="store_true", help="also publish to the running local stack")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = sorted(CORPUS.glob("*.nmon"))
+        grown = [grow_aix(c, Path(tmp) / f"aix_x{c}.nmon") for c in args.copies]
+        for path in [*files, *grown]:
+            parse = measure(path, encode=False)
+            avro = measure(path, encode=True)
+            row = {
+                "file": path.name,
+                "MB": parse["MB"],
+                "parse MB/s": parse["MB/s"],
+                "parse values/s": parse["values/s"],
+                "+avro MB/s": avro["MB/s"],
+            }
+            if args.kafka:
+                row["kafka MB/s (cpu)"] = to_kafka(path)["MB/s"]
+            rows.append(row)
+        rss = [(p.name, p.stat().st_size / 1e6, peak_rss_of_parse(p)) for p in grown]
+    cols = list(rows[0])
+    print("per core (CPU time of one process)")
+    print("  ".join(f"{c:>18}" for c in cols))
+    for r in rows:
+        print("  ".join(f"{r[c]:>18.1f}" if isinstance(r[c], float) else f"{r[c]:>18}" for c in cols))
+    print("\npeak RSS while parsing (fresh process each)")
+    for name, mb, peak in rss:
+        print(f"{name:>18} {mb:8.1f} MB file  -> {peak:7.1f} MB peak RSS")
+    print(f"\nself RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
