@@ -124,14 +124,83 @@ def _default_start(hours: float) -> datetime:
     return now - timedelta(hours=hours)
 
 
-def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
-    from ingest.nmon.parser import parse_file
+def _identity(args: argparse.Namespace):  # noqa: ANN202
+    from ingest.identity import HostIdentity, local_identity
 
+    if args.host_id or args.hostname:
+        return HostIdentity(args.host_id or args.hostname, args.hostname or args.host_id)
+    return local_identity()
+
+
+def _records_of(args: argparse.Namespace, path: Path):  # noqa: ANN202
+    if args.source == "nmon":
+        from ingest.nmon.parser import parse_file
+
+        return parse_file(path, _tz(args.tz))
+    from ingest.aix.collect import from_file
+
+    ts = int(datetime.fromisoformat(args.ts).timestamp() * 1000) if args.ts else None
+    return from_file(args.source, path, _identity(args), ts)
+
+
+def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
     out = sys.stdout
     for name in args.files:
-        for emitted in parse_file(Path(name), _tz(args.tz)):
-            message = {"topic": s.topic(emitted.topic_key).name, "key": emitted.key, "value": emitted.record}
-            out.write(json.dumps(message) + "\n")
+        try:
+            for emitted in _records_of(args, Path(name)):
+                message = {"topic": s.topic(emitted.topic_key).name, "key": emitted.key, "value": emitted.record}
+                out.write(json.dumps(message) + "\n")
+        except ValueError as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace, s: config.Settings) -> int:
+    from core.kafka_avro import AvroProducer
+    from ingest.aix import collect
+
+    producer = AvroProducer(s)
+    who = _identity(args)
+
+    def publish(records: list) -> None:  # noqa: ANN001
+        for emitted in records:
+            producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+        producer.flush()
+        print(f"published {len(records)} {args.kind} records for {who.host_id}")
+
+    if args.kind == "bonding":
+        from ingest.aggregations import bonding_records
+
+        publish(list(bonding_records(Path(args.proc_dir), who)))
+        return 0
+    if args.file:
+        for name in args.file:
+            try:
+                publish(list(collect.from_file(args.kind, Path(name), who)))
+            except ValueError as exc:
+                print(f"{name}: {exc}", file=sys.stderr)
+                return 1
+        return 0
+    argv = collect.command(args.kind, args.adapter, args.group, args.seconds)
+    try:
+        for records in collect.run(args.kind, argv, who, args.interval, args.once):
+            publish(records)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_inventory(args: argparse.Namespace, s: config.Settings) -> int:
+    from core.kafka_avro import AvroProducer
+    from ingest.aggregations import inventory_records
+
+    producer = AvroProducer(s)
+    records = list(inventory_records(Path(args.file)))
+    for emitted in records:
+        producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+    producer.flush()
+    print(f"published inventory of {len(records)} hosts")
     return 0
 
 
@@ -207,6 +276,11 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
     return 1 if failed else 0
 
 
+def _identity_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-id", help="host identity (default on AIX: <serial>-<lpar id> as nmon gives it)")
+    p.add_argument("--hostname", help="host name (default: this host's)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fleetperf", description=__doc__, epilog=EPILOG)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -257,9 +331,33 @@ def build_parser() -> argparse.ArgumentParser:
     parse = add(
         "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
     )
-    parse.add_argument("source", choices=["nmon"])
+    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat"])
     parse.add_argument("files", nargs="+")
-    parse.add_argument("--tz", default="UTC")
+    parse.add_argument("--tz", default="UTC", help="nmon: time zone of the timestamps")
+    _identity_args(parse)
+    parse.add_argument("--ts", help="hpmstat/entstat: ISO time of the capture (default: file modification time)")
+
+    col = add(
+        "collect",
+        cmd_collect,
+        "run hpmstat / entstat on this AIX host (or read captured output) and publish; read Linux bonding",
+    )
+    col.add_argument("kind", choices=["hpmstat", "entstat", "bonding"])
+    col.add_argument("--file", nargs="+", help="captured command output instead of running the command")
+    col.add_argument("--adapter", default="ent0", help="entstat: adapter, e.g. the EtherChannel ent2")
+    col.add_argument("--group", type=int, default=10, help="hpmstat: counter group (10 = SLB misses)")
+    col.add_argument("--seconds", type=int, default=60, help="hpmstat: counting time per report")
+    col.add_argument("--interval", type=float, default=300, help="seconds between runs")
+    col.add_argument("--once", action="store_true", help="run once and exit (for cron)")
+    col.add_argument("--proc-dir", default="/proc/net/bonding", help="bonding: where the bond files are")
+    _identity_args(col)
+
+    inv = add(
+        "inventory",
+        cmd_inventory,
+        "publish a TOML inventory (link aggregation members, attributes) that overrides what hosts report",
+    )
+    inv.add_argument("file")
 
     sql = add("sql", cmd_sql, "run one SQL statement against the warehouse")
     sql.add_argument("statement")

@@ -86,7 +86,7 @@ class HostConfigBuilder:
                 for line in lines:
                     m = _ADAPTER_NAMES.match(line)
                     if m:
-                        attrs[f"etherchannel.{ent.group(1)}.members"] = m.group(1)
+                        attrs[f"aggregation.{ent.group(1)}.members"] = m.group(1)
         for key, name in (
             ("SerialNumber", "serial"),
             ("host", "hostname"),

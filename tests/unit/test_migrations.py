@@ -19,5 +19,13 @@ def test_migrations_apply_twice_without_change(tmp_path: Path) -> None:
         ch2.query("SELECT name, create_table_query FROM system.tables WHERE database = 'fleetperf'").result_rows
         == tables
     )
-    for view in ("cpu_samples_v", "derived_metrics_v", "host_cpu_minute", "nmon_values_v", "host_inventory"):
+    for view in (
+        "cpu_samples_v",
+        "derived_metrics_v",
+        "host_cpu_minute",
+        "nmon_values_v",
+        "host_inventory",
+        "hpm_rates",
+        "link_aggregation_members",
+    ):
         ch.query(f"SELECT * FROM {view} LIMIT 1")

@@ -109,3 +109,21 @@ def test_data_before_its_zzzz_line_and_garbage(tmp_path: Path) -> None:
         (9, "snapshot T0003 has data but no ZZZZ time line (file cut short?)"),
     ]
     assert bad[0]["byte_offset"] == len("".join(f.read_text().splitlines(keepends=True)[:5]).encode())
+
+
+def test_etherchannel_members_from_lsattr_text(tmp_path: Path) -> None:
+    f = tmp_path / "ec.nmon"
+    f.write_text(
+        "AAA,host,vios1\nAAA,interval,60\nAAA,SerialNumber,0ABCDEF\nAAA,LPARNumberName,2,vios1\n"
+        "AAA,MachineType,IBM,8231-E2B\n"
+        "BBBP,100,lsattr -El ent8\n"
+        'BBBP,101,lsattr -El ent8,"adapter_names   ent0,ent2,ent4,ent6 EtherChannel Adapters True"\n'
+        'BBBP,102,lsattr -El ent8,"hash_mode       default             Determines packet hash    True"\n'
+        "CPU_ALL,CPU Total vios1,User%,Sys%,Wait%,Idle%,Busy,PhysicalCPUs\n"
+        "ZZZZ,T0001,00:01:00,01-JAN-2024\nCPU_ALL,T0001,1.0,2.0,0.0,97.0,,8\n"
+    )
+    [config] = by_topic(f)["host_configs"]
+    assert config["host_id"] == "0ABCDEF-2"
+    assert config["attributes"]["aggregation.ent8.members"] == "ent0,ent2,ent4,ent6"
+    assert config["attributes"]["frame_id"] == "8231-E2B*0ABCDEF"
+    assert "adapter_names" in config["config_text"]["lsattr -El ent8"]

@@ -1,0 +1,59 @@
+"""hpmstat and entstat records through Kafka into ClickHouse: SLB rates and aggregation members in SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.sql_client import query, wait_stable
+from core.config import Settings
+from core.kafka_avro import AvroProducer
+from ingest.aggregations import inventory_records
+from ingest.aix.collect import from_file
+from ingest.identity import HostIdentity
+
+pytestmark = pytest.mark.integration
+
+
+def test_slb_rates_and_aggregation_members_in_sql(stack: Settings, corpus: Path, tmp_path: Path) -> None:
+    seed = (corpus.parent / "seeds" / "000_c877cdba3fe1c591.txt").read_text().splitlines()
+    hpm = tmp_path / "hpmstat_before_lsa.txt"
+    hpm.write_text("\n".join(seed[8278:8335]))
+    ent = tmp_path / "entstat_ent2.txt"
+    ent.write_text("\n".join(seed[12820:13060]))
+    inv = tmp_path / "inventory.toml"
+    inv.write_text('[hosts."AIXTEST-1".aggregations]\nent9 = ["ent3", "ent5"]\n')
+    who = HostIdentity("AIXTEST-1", "aixtest")
+    producer = AvroProducer(stack)
+    records = [
+        *from_file("hpmstat", hpm, who, 1_700_000_000_000),
+        *from_file("entstat", ent, who, 1_700_000_000_000),
+        *inventory_records(inv),
+    ]
+    for e in records:
+        producer.send(e.topic_key, e.record, key=e.key)
+    producer.flush()
+
+    wait_stable(stack, "SELECT count() FROM hpm_samples WHERE host_id = 'AIXTEST-1'", timeout=60)
+    _, rates = query(
+        stack,
+        "SELECT round(dslb_miss_rate, 3), round(ierat_miss_rate, 3), round(cpi, 3), "
+        "round(mips, 3) FROM hpm_rates WHERE host_id = 'AIXTEST-1'",
+    )
+    assert rates == [[1.295, 0.374, 11.876, 34.877]]
+    wait_stable(stack, "SELECT count() FROM net_port_samples WHERE host_id = 'AIXTEST-1'", timeout=60, minimum=3)
+    wait_stable(stack, "SELECT count() FROM host_configs WHERE host_id = 'AIXTEST-1'", timeout=60)
+    _, members = query(
+        stack,
+        "SELECT aggregation, members, members_source FROM link_aggregation_members "
+        "WHERE host_id = 'AIXTEST-1' ORDER BY aggregation",
+    )
+    assert members == [["ent2", ["ent0", "ent1"], "entstat"], ["ent9", ["ent3", "ent5"], "inventory"]]
+    _, sync = query(
+        stack,
+        "SELECT adapter, actor_sync, partner_sync, lacp_counters['Received LACPDUs'] "
+        "FROM net_port_samples FINAL WHERE host_id = 'AIXTEST-1' AND aggregation = 'ent2' "
+        "ORDER BY adapter",
+    )
+    assert sync == [["ent0", "IN_SYNC", "IN_SYNC", 47], ["ent1", "IN_SYNC", "IN_SYNC", 47]]
