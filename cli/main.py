@@ -222,6 +222,39 @@ def cmd_sql(args: argparse.Namespace, s: config.Settings) -> int:
     return 0
 
 
+def cmd_rollups(args: argparse.Namespace, s: config.Settings) -> int:
+    from datetime import date
+
+    from cli.sql_client import QueryError, warehouse_call
+
+    first, last = date.fromisoformat(args.first), date.fromisoformat(args.last)
+    try:
+        if s.embedded_clickhouse:
+            written = warehouse_call(s, f"/rollups/rebuild?from={first}&to={last}", method="POST")
+        else:
+            from warehouse.clickhouse import client
+            from warehouse.rollups import rebuild
+
+            db = s["clickhouse"]["database"]
+            written = rebuild(client(s, db), db, first, last)
+    except QueryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"rebuilt {first}..{last}: " + ", ".join(f"{t} {n} rows" for t, n in written.items()))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, s: config.Settings) -> int:
+    from cli.sql_client import QueryError, warehouse_call
+
+    try:
+        print(json.dumps(warehouse_call(s, "/stats"), indent=2))
+    except QueryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     from cli.sql_client import query, wait_stable
     from ingest.nmon.simulate import simulate
@@ -362,6 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     sql = add("sql", cmd_sql, "run one SQL statement against the warehouse")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=["tsv", "json"], default="tsv")
+
+    roll = add("rollups", cmd_rollups, "recompute the hourly and daily rollups of a date range from the base table")
+    roll.add_argument("action", choices=["rebuild"])
+    roll.add_argument("--from", dest="first", required=True, help="first day, YYYY-MM-DD")
+    roll.add_argument("--to", dest="last", required=True, help="last day, YYYY-MM-DD (inclusive)")
+    add("stats", cmd_stats, "the sink's counters: rows written per table, batches, errors, consumer lag")
 
     demo = add("demo", cmd_demo, "install, start the stack, simulate a fleet, ingest it and serve the dashboard")
     demo.add_argument("--hosts", type=int, default=6)

@@ -28,9 +28,42 @@ def query(settings: Settings, sql: str) -> tuple[list[str], list[list[Any]]]:
             body = json.load(response)
     except urllib.error.HTTPError as exc:
         raise QueryError(json.load(exc).get("error", str(exc))) from None
+    except OSError:
+        return _query_embedded_directly(settings, sql)
+    return body["columns"], body["rows"]
+
+
+def _query_embedded_directly(settings: Settings, sql: str) -> tuple[list[str], list[list[Any]]]:
+    """No warehouse process answers: open the embedded data path here (only one process may)."""
+    from warehouse.clickhouse import client
+
+    if not settings.chdb_path.exists():
+        raise QueryError(
+            f"no warehouse at {settings.query_url} and no data under {settings.chdb_path}; "
+            "start the stack with ./fleetperf up"
+        )
+    try:
+        result = client(settings, settings["clickhouse"]["database"]).query(sql)
+    except Exception as exc:  # noqa: BLE001 - chDB reports the lock like any other error
+        if "lock" in str(exc).lower():
+            raise QueryError(
+                f"the embedded ClickHouse data path {settings.chdb_path} is held by another process, but the "
+                f"warehouse SQL endpoint {settings.query_url} does not answer: is the warehouse still starting? "
+                "Check ./fleetperf status, or stop that process"
+            ) from None
+        raise QueryError(str(exc)) from None
+    return list(result.column_names), [list(r) for r in result.result_rows]
+
+
+def warehouse_call(settings: Settings, path: str, method: str = "GET") -> Any:
+    request = urllib.request.Request(f"{settings.query_url}{path}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise QueryError(json.load(exc).get("error", str(exc))) from None
     except OSError as exc:
         raise QueryError(f"warehouse not reachable at {settings.query_url} ({exc}); is the stack up?") from None
-    return body["columns"], body["rows"]
 
 
 def scalar(settings: Settings, sql: str) -> Any:

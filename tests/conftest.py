@@ -26,3 +26,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[config.Settings]
 
     with services(tmp_path_factory.mktemp("stack")) as settings:
         yield settings
+
+
+@pytest.fixture(scope="session")
+def embedded_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One chDB data path for all in-process tests: the engine opens one path per process."""
+    return tmp_path_factory.mktemp("chdb-state")
+
+
+def embedded_settings(state: Path, database: str) -> config.Settings:
+    return config.load({"FLEETPERF__STATE__DIR": str(state), "FLEETPERF__CLICKHOUSE__DATABASE": database})

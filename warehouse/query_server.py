@@ -2,7 +2,8 @@
 so the CLI (`fleetperf sql`) and the tests query through this endpoint. Bound to 127.0.0.1.
 
 POST /query  body: one SQL statement  ->  {"columns": [...], "rows": [[...], ...]}
-GET  /ping   -> ok;   GET /stats -> sink counters
+POST /rollups/rebuild?from=YYYY-MM-DD&to=YYYY-MM-DD  -> rows per rollup table
+GET  /ping   -> ok;   GET /stats -> sink counters and consumer lag
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 from clickhouse_connect.driver.client import Client
 
+from warehouse import rollups
 
-def serve(host: str, port: int, ch: Client, stats: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
+
+def serve(host: str, port: int, ch: Client, database: str, stats: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
     lock = threading.Lock()  # one chDB client; statements run one at a time
 
     class Handler(BaseHTTPRequestHandler):
@@ -37,6 +42,9 @@ def serve(host: str, port: int, ch: Client, stats: Callable[[], dict[str, Any]])
                 self._send(404, {"error": "unknown path"})
 
         def do_POST(self) -> None:  # noqa: N802
+            if self.path.startswith("/rollups/rebuild"):
+                self._rebuild()
+                return
             if self.path != "/query":
                 self._send(404, {"error": "unknown path"})
                 return
@@ -46,6 +54,17 @@ def serve(host: str, port: int, ch: Client, stats: Callable[[], dict[str, Any]])
                     result = ch.query(sql)
                 self._send(200, {"columns": list(result.column_names), "rows": result.result_rows})
             except Exception as exc:  # noqa: BLE001 - report any engine error to the caller
+                self._send(400, {"error": str(exc)})
+
+        def _rebuild(self) -> None:
+            query = parse_qs(urlparse(self.path).query)
+            try:
+                first, last = date.fromisoformat(query["from"][0]), date.fromisoformat(query["to"][0])
+                with lock:
+                    self._send(200, rollups.rebuild(ch, database, first, last))
+            except (KeyError, ValueError) as exc:
+                self._send(400, {"error": f"need from=YYYY-MM-DD&to=YYYY-MM-DD: {exc}"})
+            except Exception as exc:  # noqa: BLE001
                 self._send(400, {"error": str(exc)})
 
         def log_message(self, *args: Any) -> None:

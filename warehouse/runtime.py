@@ -21,6 +21,6 @@ def start() -> Sink:
     threading.Thread(target=sink.run, name="fleetperf-sink", daemon=True).start()
     w = settings["warehouse"]
     query_ch = clickhouse.client(settings, settings["clickhouse"]["database"])
-    query_server.serve(w["host"], w["query_port"], query_ch, sink.stats)
+    query_server.serve(w["host"], w["query_port"], query_ch, settings["clickhouse"]["database"], sink.stats)
     log.info("sink and SQL endpoint started (SQL on %s)", settings.query_url)
     return sink

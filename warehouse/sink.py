@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -34,6 +35,9 @@ class Sink:
         self.columns = self.mapper.columns
         self.rows_written: dict[str, int] = defaultdict(int)
         self.undecodable = 0
+        self.insert_errors = 0
+        self.batches = 0
+        self.lag: dict[str, int] = {}
         self.last_error: str | None = None
         self.stop_event = threading.Event()
 
@@ -62,12 +66,16 @@ class Sink:
 
     def _loop(self) -> None:
         consumer = self._consumer()
+        lag_checked = 0.0
         decode = deserializers(self.s)
         batch_rows = self.s["warehouse"]["batch_rows"]
         batch_seconds = self.s["warehouse"]["batch_seconds"]
         try:
             while not self.stop_event.is_set():
                 messages = consumer.consume(num_messages=batch_rows, timeout=batch_seconds)
+                if time.monotonic() - lag_checked > 10:
+                    self._update_lag(consumer)
+                    lag_checked = time.monotonic()
                 if not messages:
                     continue
                 rows: dict[str, list[list[Any]]] = defaultdict(list)
@@ -77,10 +85,15 @@ class Sink:
                             log.warning("consume error: %s", msg.error())
                         continue
                     self._decode_into(msg, decode, rows)
-                for table, table_rows in rows.items():
-                    self.ch.insert(table, table_rows, column_names=self.columns[table])
-                    self.rows_written[table] += len(table_rows)
+                try:
+                    for table, table_rows in rows.items():
+                        self.ch.insert(table, table_rows, column_names=self.columns[table])
+                        self.rows_written[table] += len(table_rows)
+                except Exception:
+                    self.insert_errors += 1
+                    raise  # offsets stay uncommitted: the batch is consumed again after the retry
                 consumer.commit(asynchronous=False)
+                self.batches += 1
         finally:
             consumer.close()
 
@@ -107,8 +120,23 @@ class Sink:
                 ]
             )
 
+    def _update_lag(self, consumer: Consumer) -> None:
+        lag = {}
+        for tp in consumer.assignment():
+            low, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+            position = consumer.position([tp])[0].offset
+            lag[f"{tp.topic}/{tp.partition}"] = high - (position if position >= 0 else low)
+        self.lag = lag
+
     def stop(self) -> None:
         self.stop_event.set()
 
     def stats(self) -> dict[str, Any]:
-        return {"rows_written": dict(self.rows_written), "undecodable": self.undecodable, "last_error": self.last_error}
+        return {
+            "rows_written": dict(self.rows_written),
+            "batches": self.batches,
+            "undecodable": self.undecodable,
+            "insert_errors": self.insert_errors,
+            "lag": self.lag,
+            "last_error": self.last_error,
+        }

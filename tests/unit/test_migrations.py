@@ -5,18 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import config
+from tests.conftest import embedded_settings
 from warehouse.clickhouse import migrate
 
 
-def test_migrations_apply_twice_without_change(tmp_path: Path) -> None:
-    settings = config.load({"FLEETPERF__STATE__DIR": str(tmp_path)})
+def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
+    settings = embedded_settings(embedded_path, "migrations_test")
     ch, ran = migrate(settings)
     assert ran == sorted(p.stem for p in config.SQL_DIR.glob("[0-9][0-9][0-9]_*.sql"))
-    tables = ch.query("SELECT name, create_table_query FROM system.tables WHERE database = 'fleetperf'").result_rows
+    tables = ch.query(
+        "SELECT name, create_table_query FROM system.tables WHERE database = 'migrations_test'"
+    ).result_rows
     ch2, again = migrate(settings)
     assert again == []
     assert (
-        ch2.query("SELECT name, create_table_query FROM system.tables WHERE database = 'fleetperf'").result_rows
+        ch2.query("SELECT name, create_table_query FROM system.tables WHERE database = 'migrations_test'").result_rows
         == tables
     )
     for view in (
