@@ -1,0 +1,66 @@
+"""The sink against real Kafka and the real engine: loading every topic twice (forced redelivery
+through a second consumer group) leaves identical row counts and sums."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from core import config
+from core.config import Settings
+from ingest.nmon.simulate import simulate
+from ingest.publish import ingest
+from warehouse.clickhouse import migrate
+from warehouse.sink import Sink
+
+pytestmark = pytest.mark.integration
+
+CHECKS = {
+    "cpu_samples_v": "count(), round(sum(user_pct), 6), round(sum(ifNull(steal_pct, 0)), 6)",
+    "nmon_values_v": "count(), round(sum(ifNull(value, 0)), 6)",
+    "host_configs FINAL": "count()",
+    "derived_metrics_v": "count(), round(sum(value), 6)",
+}
+
+
+def _drain(settings: Settings, ch, group: str) -> dict[str, int]:  # noqa: ANN001
+    env = {
+        **os.environ,
+        "FLEETPERF__WAREHOUSE__GROUP_ID": group,
+        "FLEETPERF__STATE__DIR": str(settings.state_dir),
+        "FLEETPERF__CLICKHOUSE__DATABASE": settings["clickhouse"]["database"],
+    }
+    sink = Sink(config.load(env), ch)
+    thread = threading.Thread(target=sink.run, daemon=True)
+    thread.start()
+    idle_rounds, last = 0, -1
+    while idle_rounds < 4:  # until the consumer has caught up and nothing more arrives
+        threading.Event().wait(1.5)
+        written = sum(sink.rows_written.values())
+        caught_up = sink.lag and all(v == 0 for v in sink.lag.values())
+        idle_rounds = idle_rounds + 1 if written == last and caught_up else 0
+        last = written
+    sink.stop()
+    thread.join(timeout=30)
+    assert sink.undecodable == 0 and sink.insert_errors == 0
+    return dict(sink.rows_written)
+
+
+def test_forced_redelivery_changes_no_count_and_no_sum(stack: Settings, embedded_path: Path, tmp_path: Path) -> None:
+    files = simulate(
+        tmp_path, hosts=3, start=datetime(2026, 5, 1, 12, 0), duration=timedelta(minutes=15), interval=10, seed=5
+    )
+    assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
+    env = {**os.environ, "FLEETPERF__STATE__DIR": str(embedded_path), "FLEETPERF__CLICKHOUSE__DATABASE": "redelivery"}
+    local = config.load(env)
+    ch, _ = migrate(local)
+    first = _drain(local, ch, "redelivery-first")
+    assert first["cpu_samples"] >= 270 and first["nmon_values"] > 0
+    totals = {view: ch.query(f"SELECT {expr} FROM {view}").result_rows for view, expr in CHECKS.items()}
+    second = _drain(local, ch, "redelivery-second")  # every message of every topic once more
+    assert second["cpu_samples"] == first["cpu_samples"]
+    assert {view: ch.query(f"SELECT {expr} FROM {view}").result_rows for view, expr in CHECKS.items()} == totals
