@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS metrics_hourly
     avg_value   AggregateFunction(avg, Float64),
     min_value   SimpleAggregateFunction(min, Float64),
     max_value   SimpleAggregateFunction(max, Float64),
-    p95_value   AggregateFunction(quantile(0.95), Float64)
+    p95_value   AggregateFunction(quantileTDigest(0.95), Float64)
 )
 ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(hour)
@@ -36,7 +36,7 @@ SELECT
     avgState(value) AS avg_value,
     min(value) AS min_value,
     max(value) AS max_value,
-    quantileState(0.95)(value) AS p95_value
+    quantileTDigestState(0.95)(value) AS p95_value
 FROM derived_metrics
 WHERE is_final
 GROUP BY entity_id, metric, hour;
@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS metrics_daily
     avg_value   AggregateFunction(avg, Float64),
     min_value   SimpleAggregateFunction(min, Float64),
     max_value   SimpleAggregateFunction(max, Float64),
-    p95_value   AggregateFunction(quantile(0.95), Float64)
+    p95_value   AggregateFunction(quantileTDigest(0.95), Float64)
 )
 ENGINE = AggregatingMergeTree
 PARTITION BY toYear(day)
@@ -67,7 +67,7 @@ SELECT
     avgState(value) AS avg_value,
     min(value) AS min_value,
     max(value) AS max_value,
-    quantileState(0.95)(value) AS p95_value
+    quantileTDigestState(0.95)(value) AS p95_value
 FROM derived_metrics
 WHERE is_final
 GROUP BY entity_id, metric, day;
@@ -76,7 +76,7 @@ CREATE VIEW IF NOT EXISTS metrics_hourly_v AS
 SELECT
     entity_id, metric, hour, anyLast(entity_name) AS entity_name, countMerge(windows) AS windows,
     avgMerge(avg_value) AS avg_value, min(min_value) AS min_value, max(max_value) AS max_value,
-    quantileMerge(0.95)(p95_value) AS p95_value
+    quantileTDigestMerge(0.95)(p95_value) AS p95_value
 FROM metrics_hourly
 GROUP BY entity_id, metric, hour;
 
@@ -84,7 +84,7 @@ CREATE VIEW IF NOT EXISTS metrics_daily_v AS
 SELECT
     entity_id, metric, day, anyLast(entity_name) AS entity_name, countMerge(windows) AS windows,
     avgMerge(avg_value) AS avg_value, min(min_value) AS min_value, max(max_value) AS max_value,
-    quantileMerge(0.95)(p95_value) AS p95_value
+    quantileTDigestMerge(0.95)(p95_value) AS p95_value
 FROM metrics_daily
 GROUP BY entity_id, metric, day;
 

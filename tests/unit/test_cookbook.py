@@ -208,14 +208,15 @@ def test_rollups_equal_aggregation_of_the_minutes(ch) -> None:
     ).result_rows
     assert hourly == raw
     daily_raw = ch.query(
-        "SELECT entity_id, metric, toDate(window_start) AS day, count(), round(quantile(0.95)(value), 9) "
+        "SELECT entity_id, metric, toDate(window_start) AS day, count(), quantileTDigest(0.95)(value) "
         "FROM derived_metrics FINAL WHERE is_final GROUP BY entity_id, metric, day ORDER BY entity_id, metric, day"
     ).result_rows
     daily = ch.query(
-        "SELECT entity_id, metric, day, windows, round(p95_value, 9) FROM metrics_daily_v "
-        "ORDER BY entity_id, metric, day"
+        "SELECT entity_id, metric, day, windows, p95_value FROM metrics_daily_v ORDER BY entity_id, metric, day"
     ).result_rows
-    assert daily == daily_raw
+    assert [r[:4] for r in daily] == [r[:4] for r in daily_raw]
+    # p95 of merged t-digest states vs one t-digest over the rows: the same sketch, merge order aside
+    assert [r[4] for r in daily] == pytest.approx([r[4] for r in daily_raw], rel=0.02)
 
 
 def test_rebuild_repairs_rollups_after_a_redelivery(ch) -> None:
