@@ -12,15 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ingest.aix.errors import CommandOutputError
+
 _BLOCK = re.compile(r"^\s*ETHERNET STATISTICS \((\w+)\)\s*:")
 _PAIR = re.compile(r"([A-Za-z][A-Za-z0-9 /()\-.]*?):\s+(\S+)")
 _STATE_HEADER = re.compile(r"^\s*(Actor|Partner) State:\s*$")
-
-
-class EntstatError(ValueError):
-    def __init__(self, line_no: int, message: str, line: str) -> None:
-        super().__init__(f"line {line_no}: {message}: {line.strip()[:120]!r}")
-        self.line_no = line_no
 
 
 @dataclass
@@ -109,11 +105,11 @@ def parse(text: str) -> EntstatReport:
             number = _int(pm.group(2))
             if number is None:
                 if name in _TABLE_COUNTERS:
-                    raise EntstatError(line_no, f"{name} is not a counter", raw)
+                    raise CommandOutputError(line_no, f"{name} is not a counter", raw)
                 continue  # e.g. "Max Packets on S/W Transmit Queue: 0" is fine, text values are not counters
             (adapter.receive if receive else adapter.transmit)[name] = number
     if not report.adapters:
-        raise EntstatError(0, "no 'ETHERNET STATISTICS (entN)' block found", text[:120])
+        raise CommandOutputError(0, "no 'ETHERNET STATISTICS (entN)' block found", text[:120])
     agg = report.aggregation
     if agg is not None:
         for name, a in report.adapters.items():
@@ -125,7 +121,7 @@ def parse(text: str) -> EntstatReport:
 
 def _counter(text: str, line_no: int, raw: str) -> int:
     if not text.isdigit():
-        raise EntstatError(line_no, "counter is not an integer", raw)
+        raise CommandOutputError(line_no, "counter is not an integer", raw)
     return int(text)
 
 

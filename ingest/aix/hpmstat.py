@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ingest.aix.errors import CommandOutputError
+
 _COUNTER = re.compile(r"^(PM_[A-Z0-9_]+)\s*\((.*)\)\s*:\s*(\S+)\s*$")
 _DERIVED = re.compile(r"^\[([^\]]*)\]\s*(.+?)\s*:\s*(\S+)\s*(.*)$")
 _FIELD = re.compile(
@@ -16,12 +18,6 @@ _FIELD = re.compile(
     r"\s*:\s*(.+?)\s*$"
 )
 _SECONDS = re.compile(r"^([0-9.]+)\s*seconds?$")
-
-
-class HpmstatError(ValueError):
-    def __init__(self, line_no: int, message: str, line: str) -> None:
-        super().__init__(f"line {line_no}: {message}: {line.strip()[:120]!r}")
-        self.line_no = line_no
 
 
 @dataclass
@@ -61,7 +57,7 @@ def parse(text: str) -> list[HpmSample]:
         if line.startswith("PM_"):
             m = _COUNTER.match(line)
             if not m or not m.group(3).isdigit():
-                raise HpmstatError(line_no, "counter line without an integer value", raw)
+                raise CommandOutputError(line_no, "counter line without an integer value", raw)
             current.counters[m.group(1)] = int(m.group(3))
             current.descriptions[m.group(1)] = m.group(2).strip()
             continue
@@ -73,28 +69,28 @@ def parse(text: str) -> list[HpmSample]:
             try:
                 current.derived[f"{derived_group}/{m.group(2)}"] = float(m.group(3))
             except ValueError:
-                raise HpmstatError(line_no, "derived metric without a number", raw) from None
+                raise CommandOutputError(line_no, "derived metric without a number", raw) from None
             continue
-        raise HpmstatError(line_no, "unrecognised hpmstat line", raw)
+        raise CommandOutputError(line_no, "unrecognised hpmstat line", raw)
     if not samples:
-        raise HpmstatError(0, "no hpmstat report found", text[:120])
+        raise CommandOutputError(0, "no hpmstat report found", text[:120])
     for sample in samples:
         if not sample.counters:
-            raise HpmstatError(sample.first_line, "report without counters", "")
+            raise CommandOutputError(sample.first_line, "report without counters", "")
     return samples
 
 
 def _set_field(sample: HpmSample, key: str, value: str, line_no: int, raw: str) -> None:
     if key == "Group":
         if not value.isdigit():
-            raise HpmstatError(line_no, "group is not a number", raw)
+            raise CommandOutputError(line_no, "group is not a number", raw)
         sample.group = int(value)
     elif key == "Counting mode":
         sample.counting_mode = value
     elif key in ("Counting duration", "Execution time (wall clock time)"):
         m = _SECONDS.match(value)
         if not m:
-            raise HpmstatError(line_no, f"{key} is not in seconds", raw)
+            raise CommandOutputError(line_no, f"{key} is not in seconds", raw)
         if key == "Counting duration":
             sample.duration_s = float(m.group(1))
         else:

@@ -11,6 +11,7 @@ import pytest
 
 from core.config import REPO_ROOT
 from tests.conftest import embedded_settings
+from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 from warehouse.clickhouse import migrate
 from warehouse.rollups import rebuild
 
@@ -106,22 +107,7 @@ def ch(embedded_path: Path):
         "derived",
         "origin",
     ]
-    before = {
-        "PM_IERAT_MISS": 20894033,
-        "PM_DSLB_MISS": 72329260,
-        "PM_ISLB_MISS": 15710,
-        "PM_SLB_MISS": 72344970,
-        "PM_RUN_INST_CMPL": 5584383071,
-        "PM_RUN_CYC": 66322682987,
-    }
-    after = {
-        "PM_IERAT_MISS": 189529,
-        "PM_DSLB_MISS": 25347,
-        "PM_ISLB_MISS": 15090,
-        "PM_SLB_MISS": 40437,
-        "PM_RUN_INST_CMPL": 2371507258,
-        "PM_RUN_CYC": 66319381743,
-    }
+    before, after = SLB_BEFORE_LSA, SLB_AFTER_LSA
     client.insert(
         "hpm_samples",
         [
