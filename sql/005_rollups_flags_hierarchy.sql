@@ -1,8 +1,10 @@
--- Retention: raw samples and 1-minute metrics for 400 days; hourly rollups 5 years; daily forever.
-ALTER TABLE cpu_samples MODIFY TTL toDateTime(ts) + INTERVAL 400 DAY;
-ALTER TABLE nmon_values MODIFY TTL toDateTime(ts) + INTERVAL 400 DAY;
-ALTER TABLE nmon_labels MODIFY TTL toDateTime(ts) + INTERVAL 400 DAY;
-ALTER TABLE derived_metrics MODIFY TTL toDateTime(window_start) + INTERVAL 400 DAY;
+-- Retention: raw samples and 1-minute metrics are kept 400 days after they were loaded; the
+-- rollups are kept. The clock is the load time, not the sample time: a backfill of last year's
+-- archive must not be deleted as it arrives.
+ALTER TABLE cpu_samples MODIFY TTL toDateTime(ingested_at) + INTERVAL 400 DAY;
+ALTER TABLE nmon_values MODIFY TTL toDateTime(ingested_at) + INTERVAL 400 DAY;
+ALTER TABLE nmon_labels MODIFY TTL toDateTime(ingested_at) + INTERVAL 400 DAY;
+ALTER TABLE derived_metrics MODIFY TTL toDateTime(emitted_at) + INTERVAL 400 DAY;
 
 -- Hourly and daily rollups of the derived metrics, fed by materialized views on insert. Only
 -- final window results are rolled up (an early result is replaced by its final one in
@@ -23,8 +25,7 @@ CREATE TABLE IF NOT EXISTS metrics_hourly
 )
 ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(hour)
-ORDER BY (entity_id, metric, hour)
-TTL hour + INTERVAL 5 YEAR;
+ORDER BY (entity_id, metric, hour);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS metrics_hourly_mv TO metrics_hourly AS
 SELECT

@@ -32,3 +32,34 @@ def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
         "link_aggregation_members",
     ):
         ch.query(f"SELECT * FROM {view} LIMIT 1")
+
+
+def test_retention_does_not_delete_a_backfill_of_old_data(embedded_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    ch, _ = migrate(embedded_settings(embedded_path, "retention_test"))
+    old = datetime(2016, 2, 10, 17, 28, 10, tzinfo=UTC)
+    ch.insert(
+        "nmon_values",
+        [["h", old, "CPU", "ALL", "User%", 33.1]],
+        column_names=["host_id", "ts", "section", "entity", "metric", "value"],
+    )
+    ch.insert(
+        "derived_metrics",
+        [["h", "h", "steal_pct", old, old, 1.0, 1, True, datetime.now(UTC)]],
+        column_names=[
+            "entity_id",
+            "entity_name",
+            "metric",
+            "window_start",
+            "window_end",
+            "value",
+            "samples",
+            "is_final",
+            "emitted_at",
+        ],
+    )
+    for table in ("nmon_values", "derived_metrics"):
+        ch.command(f"OPTIMIZE TABLE {table} FINAL")  # merges apply TTLs
+    assert ch.query("SELECT count() FROM nmon_values").result_rows == [(1,)]
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(1,)]
