@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -92,7 +91,3 @@ def deserializers(settings: Settings) -> dict[str, AvroDeserializer]:
     """Topic name -> deserializer that reads the writer schema by id from the registry."""
     client = registry_client(settings)
     return {t.name: AvroDeserializer(client) for t in settings.topics.values()}
-
-
-def to_json_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), default=str)

@@ -39,9 +39,9 @@ class HostConfigBuilder:
         parts = rest.split(",", 2)
         if tag == "BBBP" and len(parts) >= 2:
             command = parts[1].strip()
-            line = parts[2].strip().strip('"') if len(parts) > 2 else ""
-            if line or command not in self.text:
-                self.text[command].append(line) if line else self.text[command]
+            lines = self.text[command]  # a command line without output still shows up, empty
+            if len(parts) > 2:
+                lines.append(parts[2].strip().strip('"'))
         else:
             self.text[tag].append(",".join(parts[1:]) if len(parts) > 1 else rest)
 
