@@ -97,6 +97,8 @@ class LocalStack:
             self.s.topic("cpu_samples").name,
             "--sink-topic",
             self.s.topic("derived_metrics").name,
+            "--hpm-topic",
+            self.s.topic("hpm_samples").name,
             "--group-id",
             f["group_id"],
             "--window-seconds",

@@ -57,3 +57,16 @@ def test_slb_rates_and_aggregation_members_in_sql(stack: Settings, corpus: Path,
         "ORDER BY adapter",
     )
     assert sync == [["ent0", "IN_SYNC", "IN_SYNC", 47], ["ent1", "IN_SYNC", "IN_SYNC", 47]]
+    # the Flink job turns the report into windowed SLB metrics (an early result: the stream went quiet)
+    wait_stable(stack, "SELECT count() FROM derived_metrics_v WHERE entity_id = 'AIXTEST-1'", timeout=90, minimum=6)
+    _, derived = query(
+        stack, "SELECT metric, round(value, 3) FROM derived_metrics_v WHERE entity_id = 'AIXTEST-1' ORDER BY metric"
+    )
+    assert derived == [
+        ["cpi", 11.876],
+        ["dslb_miss_rate", 1.295],
+        ["ierat_miss_rate", 0.374],
+        ["islb_miss_rate", 0.0],
+        ["mips", 34.877],
+        ["slb_miss_rate", 1.295],
+    ]

@@ -1,7 +1,9 @@
 package io.fleetperf.jobs;
 
+import org.apache.avro.generic.GenericRecord;
+
 /** The fields of schemas/cpu_sample.avsc the CPU window job reads (a Flink POJO). */
-public class CpuSample {
+public class CpuSample implements Sample {
   public String hostId;
   public String hostname;
   public long ts;
@@ -32,8 +34,35 @@ public class CpuSample {
     this.stream = stream;
   }
 
-  /** Key of the event clock: one per host and source stream. */
+  static CpuSample fromAvro(GenericRecord r) {
+    return new CpuSample(
+        r.get("host_id").toString(),
+        r.get("hostname").toString(),
+        (Long) r.get("ts"),
+        (Double) r.get("interval_s"),
+        (Double) r.get("steal_pct"),
+        (Double) r.get("physc"),
+        (Double) r.get("entitled"),
+        r.get("origin_file").toString());
+  }
+
+  @Override
   public String streamKey() {
     return hostId + "|" + stream;
+  }
+
+  @Override
+  public long ts() {
+    return ts;
+  }
+
+  @Override
+  public String hostId() {
+    return hostId;
+  }
+
+  @Override
+  public String hostname() {
+    return hostname;
   }
 }

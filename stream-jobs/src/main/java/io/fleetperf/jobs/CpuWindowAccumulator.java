@@ -7,7 +7,7 @@ import java.util.List;
  * Sums of one host's CPU samples in one window. Ratios over a window are ratios of these sums
  * (time-weighted by each sample's interval), never means of per-sample ratios.
  */
-public class CpuWindowAccumulator {
+public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
   public String hostId;
   public String hostname;
   public int samples;
@@ -19,7 +19,13 @@ public class CpuWindowAccumulator {
   public double physcWeighted;
   public double entitledWeighted;
 
-  public CpuWindowAccumulator add(CpuSample s) {
+  @Override
+  public void add(CpuSample s) {
+    with(s);
+  }
+
+  /** add() that returns this, for building accumulators in tests. */
+  public CpuWindowAccumulator with(CpuSample s) {
     hostId = s.hostId;
     hostname = s.hostname;
     samples++;
@@ -54,6 +60,7 @@ public class CpuWindowAccumulator {
    * steal_pct: % of CPU time stolen by the hypervisor; entc_pct: physc / entitled × 100 (AIX ec);
    * physc: physical processors consumed, time-weighted mean.
    */
+  @Override
   public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(3);
     if (stealSeconds > 0) {

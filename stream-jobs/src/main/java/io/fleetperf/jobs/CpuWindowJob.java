@@ -8,13 +8,18 @@ import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
- * Per-host tumbling event-time windows over CpuSample records: steal_pct, physc and entc_pct.
- * cpu-samples topic -> windows per host and source stream ({@link PerStreamCpuWindows}) -> derived-metrics topic.
+ * Tumbling event-time windows per host and source stream ({@link PerStreamWindows}):
+ * cpu-samples -> steal_pct, physc, entc_pct; hpm-samples -> slb/dslb/islb/ierat miss rates, cpi,
+ * mips; both -> derived-metrics topic.
  */
 public final class CpuWindowJob {
   private CpuWindowJob() {}
@@ -33,32 +38,16 @@ public final class CpuWindowJob {
   }
 
   static void build(StreamExecutionEnvironment env, JobOptions o) {
-    KafkaSource<CpuSample> source =
-        KafkaSource.<CpuSample>builder()
-            .setBootstrapServers(o.bootstrap)
-            .setTopics(o.sourceTopic)
-            .setGroupId(o.groupId)
-            .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-            .setDeserializer(new CpuSampleDeserializer(o.registryUrl))
-            .build();
-
-    // Event time is kept per host and source stream inside PerStreamCpuWindows, not as a
+    // Event time is kept per host and source stream inside PerStreamWindows, not as a
     // partition-wide watermark.
-    SingleOutputStreamOperator<DerivedMetric> metrics =
-        env.fromSource(source, WatermarkStrategy.noWatermarks(), "cpu-samples")
-            .keyBy(CpuSample::streamKey)
-            .process(
-                new PerStreamCpuWindows(
-                    o.window.toMillis(),
-                    o.outOfOrderness.toMillis(),
-                    o.idleFlush.toMillis(),
-                    o.streamRetain.toMillis()))
-            .name("cpu-window");
-    metrics
-        .getSideOutput(PerStreamCpuWindows.LATE)
-        .map(s -> s.hostId + " " + s.ts)
-        .name("late-samples")
-        .print("late cpu sample (window already closed for its stream)");
+    DataStream<DerivedMetric> metrics =
+        windows(env, o, o.sourceTopic, "cpu_sample.avsc", CpuSample.class, CpuSample::fromAvro,
+            CpuWindowAccumulator.class, CpuWindowAccumulator::new, "cpu");
+    if (!o.hpmTopic.isEmpty()) {
+      metrics = metrics.union(
+          windows(env, o, o.hpmTopic, "hpm_sample.avsc", HpmSample.class, HpmSample::fromAvro,
+              SlbWindowAccumulator.class, SlbWindowAccumulator::new, "slb"));
+    }
 
     KafkaSink<DerivedMetric> sink =
         KafkaSink.<DerivedMetric>builder()
@@ -72,5 +61,33 @@ public final class CpuWindowJob {
             .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
             .build();
     metrics.sinkTo(sink).name("derived-metrics");
+  }
+
+  private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
+      StreamExecutionEnvironment env, JobOptions o, String topic, String schemaFile, Class<T> type,
+      RegistryAvroDeserializer.Mapper<T> mapper, Class<A> accumulator,
+      PerStreamWindows.SerializableSupplier<A> newAccumulator, String name) {
+    KafkaSource<T> source =
+        KafkaSource.<T>builder()
+            .setBootstrapServers(o.bootstrap)
+            .setTopics(topic)
+            .setGroupId(o.groupId)
+            .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+            .setDeserializer(new RegistryAvroDeserializer<>(o.registryUrl, schemaFile, type, mapper))
+            .build();
+    OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(type));
+    SingleOutputStreamOperator<DerivedMetric> out =
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), topic)
+            .keyBy(Sample::streamKey, Types.STRING)
+            .process(
+                new PerStreamWindows<>(accumulator, newAccumulator, late, o.window.toMillis(),
+                    o.outOfOrderness.toMillis(), o.idleFlush.toMillis(), o.streamRetain.toMillis()),
+                TypeInformation.of(DerivedMetric.class))
+            .name(name + "-windows");
+    out.getSideOutput(late)
+        .map(s -> s.hostId() + " " + s.ts())
+        .name(name + "-late")
+        .print("late " + name + " sample (window already closed for its stream)");
+    return out;
   }
 }

@@ -13,6 +13,8 @@ public final class JobOptions {
   public final String registryUrl;
   public final String sourceTopic;
   public final String sinkTopic;
+  /** hpmstat reports (SLB windows); empty: not consumed. */
+  public final String hpmTopic;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -26,6 +28,7 @@ public final class JobOptions {
     registryUrl = required(m, "registry");
     sourceTopic = required(m, "source-topic");
     sinkTopic = required(m, "sink-topic");
+    hpmTopic = m.getOrDefault("hpm-topic", "");
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -57,7 +60,7 @@ public final class JobOptions {
   }
 
   private static String usage() {
-    return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T"
+    return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }

@@ -17,18 +17,18 @@ class CpuWindowAccumulatorTest {
   @Test
   void entitlementConsumedMatchesTheSeedsGoldenCases() {
     // 000 L15301-15321: physc 5.10 at ent 2.00 -> entc 255 %
-    assertEquals(255.0, values(new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, null, 5.10, 2.00)))
+    assertEquals(255.0, values(new CpuWindowAccumulator().with(new CpuSample("h", "h", 0, 60, null, 5.10, 2.00)))
         .get("entc_pct"), 1e-9);
     // 002 Table 11: physc 2.00 at ent 1.00 -> %entc 200
-    assertEquals(200.0, values(new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, null, 2.00, 1.00)))
+    assertEquals(200.0, values(new CpuWindowAccumulator().with(new CpuSample("h", "h", 0, 60, null, 2.00, 1.00)))
         .get("entc_pct"), 1e-9);
   }
 
   @Test
   void ratiosAreRatiosOfTimeWeightedSumsNotMeansOfRatios() {
     CpuWindowAccumulator acc = new CpuWindowAccumulator()
-        .add(new CpuSample("h", "h", 0, 10, 30.0, 1.0, 0.5))
-        .add(new CpuSample("h", "h", 10_000, 50, 0.0, 0.2, 2.0));
+        .with(new CpuSample("h", "h", 0, 10, 30.0, 1.0, 0.5))
+        .with(new CpuSample("h", "h", 10_000, 50, 0.0, 0.2, 2.0));
     Map<String, Double> v = values(acc);
     assertEquals((30.0 * 10 + 0.0 * 50) / 60, v.get("steal_pct"), 1e-12);
     assertEquals((1.0 * 10 + 0.2 * 50) / 60, v.get("physc"), 1e-12);
@@ -38,9 +38,9 @@ class CpuWindowAccumulatorTest {
 
   @Test
   void metricsWithoutInputAreNotInvented() {
-    CpuWindowAccumulator linux = new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, 4.0, null, null));
+    CpuWindowAccumulator linux = new CpuWindowAccumulator().with(new CpuSample("h", "h", 0, 60, 4.0, null, null));
     assertEquals(List.of("steal_pct"), linux.metrics(0, 60_000, true, 1).stream().map(m -> m.metric).toList());
-    CpuWindowAccumulator oldNmon = new CpuWindowAccumulator().add(new CpuSample("h", "h", 0, 60, null, null, null));
+    CpuWindowAccumulator oldNmon = new CpuWindowAccumulator().with(new CpuSample("h", "h", 0, 60, null, null, null));
     assertTrue(oldNmon.metrics(0, 60_000, true, 1).isEmpty());
   }
 
@@ -48,7 +48,7 @@ class CpuWindowAccumulatorTest {
   void mergeEqualsAddingEverythingToOne() {
     CpuSample a = new CpuSample("h", "h", 0, 10, 1.0, 0.5, 1.0);
     CpuSample b = new CpuSample("h", "h", 10_000, 20, 3.0, 1.5, 1.0);
-    Map<String, Double> merged = values(new CpuWindowAccumulator().add(a).merge(new CpuWindowAccumulator().add(b)));
-    assertEquals(values(new CpuWindowAccumulator().add(a).add(b)), merged);
+    Map<String, Double> merged = values(new CpuWindowAccumulator().with(a).merge(new CpuWindowAccumulator().with(b)));
+    assertEquals(values(new CpuWindowAccumulator().with(a).with(b)), merged);
   }
 }

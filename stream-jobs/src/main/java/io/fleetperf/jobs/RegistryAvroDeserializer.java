@@ -1,8 +1,10 @@
 package io.fleetperf.jobs;
 
 import java.io.IOException;
+import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Function;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
@@ -17,33 +19,43 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads Confluent-framed CpuSample records: the writer schema comes from the registry by id and is
- * resolved against our reader schema, so producers may evolve compatibly. A record that cannot be
- * decoded is logged with topic, partition and offset and skipped; it never stops the job.
+ * Reads Confluent-framed Avro records of one topic into POJOs: the writer schema comes from the
+ * registry by id and is resolved against our reader schema (schemas/), so producers may evolve
+ * compatibly. A record that cannot be decoded is logged with topic, partition and offset and
+ * skipped; it never stops the job.
  */
-public class CpuSampleDeserializer implements KafkaRecordDeserializationSchema<CpuSample> {
-  private static final Logger LOG = LoggerFactory.getLogger(CpuSampleDeserializer.class);
+public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSchema<T> {
+  /** GenericRecord -> POJO, shipped with the job. */
+  public interface Mapper<T> extends Function<GenericRecord, T>, Serializable {}
+
+  private static final Logger LOG = LoggerFactory.getLogger(RegistryAvroDeserializer.class);
   private final String registryUrl;
+  private final String schemaFile;
+  private final Class<T> type;
+  private final Mapper<T> mapper;
   private transient RegistryClient registry;
   private transient Schema reader;
   private transient Map<Integer, GenericDatumReader<GenericRecord>> readers;
   private transient BinaryDecoder decoder;
 
-  public CpuSampleDeserializer(String registryUrl) {
+  public RegistryAvroDeserializer(String registryUrl, String schemaFile, Class<T> type, Mapper<T> mapper) {
     this.registryUrl = registryUrl;
+    this.schemaFile = schemaFile;
+    this.type = type;
+    this.mapper = mapper;
   }
 
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
     registry = new RegistryClient(registryUrl);
-    reader = Schemas.load("cpu_sample.avsc");
+    reader = Schemas.load(schemaFile);
     readers = new HashMap<>();
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<CpuSample> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) {
     try {
-      out.collect(decode(record.value()));
+      out.collect(mapper.apply(decode(record.value())));
     } catch (IOException | RuntimeException e) {
       LOG.warn(
           "skipping undecodable record {}-{}@{}: {}",
@@ -51,7 +63,7 @@ public class CpuSampleDeserializer implements KafkaRecordDeserializationSchema<C
     }
   }
 
-  CpuSample decode(byte[] message) throws IOException {
+  GenericRecord decode(byte[] message) throws IOException {
     int id = ConfluentWire.schemaId(message);
     GenericDatumReader<GenericRecord> datumReader = readers.get(id);
     if (datumReader == null) {
@@ -61,20 +73,11 @@ public class CpuSampleDeserializer implements KafkaRecordDeserializationSchema<C
     decoder =
         DecoderFactory.get()
             .binaryDecoder(message, ConfluentWire.HEADER, message.length - ConfluentWire.HEADER, decoder);
-    GenericRecord r = datumReader.read(null, decoder);
-    return new CpuSample(
-        r.get("host_id").toString(),
-        r.get("hostname").toString(),
-        (Long) r.get("ts"),
-        (Double) r.get("interval_s"),
-        (Double) r.get("steal_pct"),
-        (Double) r.get("physc"),
-        (Double) r.get("entitled"),
-        r.get("origin_file").toString());
+    return datumReader.read(null, decoder);
   }
 
   @Override
-  public TypeInformation<CpuSample> getProducedType() {
-    return TypeInformation.of(CpuSample.class);
+  public TypeInformation<T> getProducedType() {
+    return TypeInformation.of(type);
   }
 }

@@ -5,22 +5,26 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.util.OutputTag;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class PerStreamCpuWindowsTest {
+class PerStreamWindowsTest {
   private static final long MIN = 60_000;
+  private static final OutputTag<CpuSample> LATE = new OutputTag<>("late", TypeInformation.of(CpuSample.class));
   private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> harness;
 
   @BeforeEach
   void setUp() throws Exception {
     harness = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new PerStreamCpuWindows(MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
+        new KeyedProcessOperator<>(new PerStreamWindows<>(CpuWindowAccumulator.class, CpuWindowAccumulator::new,
+            LATE, MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
         Types.STRING);
     harness.open();
     harness.setProcessingTime(0);
@@ -67,8 +71,8 @@ class PerStreamCpuWindowsTest {
     steal("old", 10_000, 7.0); // years "behind" host "new": still a fresh window for host "old"
     steal("old", 2 * MIN, 7.0);
     assertEquals(List.of("new", "old"), output().stream().map(m -> m.entityId).toList());
-    assertTrue(harness.getSideOutput(PerStreamCpuWindows.LATE) == null
-        || harness.getSideOutput(PerStreamCpuWindows.LATE).isEmpty());
+    assertTrue(harness.getSideOutput(LATE) == null
+        || harness.getSideOutput(LATE).isEmpty());
   }
 
   @Test
@@ -96,7 +100,7 @@ class PerStreamCpuWindowsTest {
     assertEquals(2.0, out.get(1).value, 1e-12);
     assertEquals(0, harness.numKeyedStateEntries());
     steal("a", 5_000, 4.0); // the stream's clock is gone with its state: not late any more
-    assertTrue(harness.getSideOutput(PerStreamCpuWindows.LATE) == null);
+    assertTrue(harness.getSideOutput(LATE) == null);
   }
 
   @Test
@@ -106,7 +110,7 @@ class PerStreamCpuWindowsTest {
     int before = output().size();
     steal("a", 20_000, 50.0);
     assertEquals(before, output().size());
-    assertEquals(1, harness.getSideOutput(PerStreamCpuWindows.LATE).size());
+    assertEquals(1, harness.getSideOutput(LATE).size());
   }
 
   @Test
@@ -142,8 +146,8 @@ class PerStreamCpuWindowsTest {
 
   @Test
   void windowStartHandlesNegativeAndExactBoundaries() {
-    assertEquals(0, PerStreamCpuWindows.windowStart(0, MIN));
-    assertEquals(MIN, PerStreamCpuWindows.windowStart(MIN, MIN));
-    assertEquals(-MIN, PerStreamCpuWindows.windowStart(-1, MIN));
+    assertEquals(0, PerStreamWindows.windowStart(0, MIN));
+    assertEquals(MIN, PerStreamWindows.windowStart(MIN, MIN));
+    assertEquals(-MIN, PerStreamWindows.windowStart(-1, MIN));
   }
 }

@@ -3,18 +3,23 @@ package io.fleetperf.jobs;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
  * Tumbling event-time windows with one event clock per source stream (host and file, see
- * {@link CpuSample#streamKey()}) instead of one watermark per Kafka partition.
+ * {@link Sample#streamKey()}) instead of one watermark per Kafka partition. What a window sums and
+ * which metrics it yields is the accumulator's business ({@link CpuWindowAccumulator},
+ * {@link SlbWindowAccumulator}).
  *
  * <p>Why: a file written by nmon or sadc is an ordered stream of one host, but a fleet backfill
  * interleaves files of many hosts and periods, and users backfill last year's archive of a host
@@ -27,21 +32,32 @@ import org.apache.flink.util.OutputTag;
  * windows (is_final=false), so the last minutes of a file do not wait for data that may never
  * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
  * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
- * state is dropped. Samples for a window already closed go to {@link #LATE}.
+ * state is dropped. Samples for a window already closed go to the late side output.
  */
-public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample, DerivedMetric> {
-  public static final OutputTag<CpuSample> LATE = new OutputTag<>("late-cpu-samples") {};
+public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
+    extends KeyedProcessFunction<String, T, DerivedMetric> {
+  private final OutputTag<T> late;
+  private final Class<A> accumulatorClass;
+  private final SerializableSupplier<A> newAccumulator;
 
   private final long size;
   private final long outOfOrderness;
   private final long idle;
   private final long retain;
-  private transient MapState<Long, CpuWindowAccumulator> open;
+  private transient MapState<Long, A> open;
   private transient ValueState<Long> newestSample;
   private transient ValueState<Long> lastArrival;
   private transient ValueState<Boolean> flushed;
 
-  public PerStreamCpuWindows(long sizeMillis, long outOfOrdernessMillis, long idleMillis, long retainMillis) {
+  /** A Supplier Flink can ship with the job. */
+  public interface SerializableSupplier<A> extends Supplier<A>, java.io.Serializable {}
+
+  public PerStreamWindows(
+      Class<A> accumulatorClass, SerializableSupplier<A> newAccumulator, OutputTag<T> late, long sizeMillis,
+      long outOfOrdernessMillis, long idleMillis, long retainMillis) {
+    this.accumulatorClass = accumulatorClass;
+    this.newAccumulator = newAccumulator;
+    this.late = late;
     this.size = sizeMillis;
     this.outOfOrderness = outOfOrdernessMillis;
     this.idle = idleMillis;
@@ -51,7 +67,7 @@ public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample,
   @Override
   public void open(OpenContext context) {
     open = getRuntimeContext()
-        .getMapState(new MapStateDescriptor<>("open-windows", Long.class, CpuWindowAccumulator.class));
+        .getMapState(new MapStateDescriptor<>("open-windows", Types.LONG, TypeInformation.of(accumulatorClass)));
     newestSample = getRuntimeContext().getState(new ValueStateDescriptor<>("newest-sample", Long.class));
     lastArrival = getRuntimeContext().getState(new ValueStateDescriptor<>("last-arrival", Long.class));
     flushed = getRuntimeContext().getState(new ValueStateDescriptor<>("flushed", Boolean.class));
@@ -63,17 +79,21 @@ public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample,
   }
 
   @Override
-  public void processElement(CpuSample s, Context ctx, Collector<DerivedMetric> out) throws Exception {
-    long start = windowStart(s.ts, size);
+  public void processElement(T s, Context ctx, Collector<DerivedMetric> out) throws Exception {
+    long start = windowStart(s.ts(), size);
     Long newest = newestSample.value();
     if (newest != null && closed(start, newest)) {
-      ctx.output(LATE, s);
+      ctx.output(late, s);
       return;
     }
-    CpuWindowAccumulator acc = open.get(start);
-    open.put(start, (acc == null ? new CpuWindowAccumulator() : acc).add(s));
-    if (newest == null || s.ts > newest) {
-      newest = s.ts;
+    A acc = open.get(start);
+    if (acc == null) {
+      acc = newAccumulator.get();
+    }
+    acc.add(s);
+    open.put(start, acc);
+    if (newest == null || s.ts() > newest) {
+      newest = s.ts();
       newestSample.update(newest);
       closeUpTo(newest, out);
     }
@@ -90,7 +110,7 @@ public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample,
 
   private void closeUpTo(long newest, Collector<DerivedMetric> out) throws Exception {
     List<Long> done = new ArrayList<>();
-    for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
+    for (Map.Entry<Long, A> e : open.entries()) {
       if (closed(e.getKey(), newest)) {
         emit(e.getKey(), e.getValue(), true, out);
         done.add(e.getKey());
@@ -109,7 +129,7 @@ public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample,
     }
     // every sample registers timers; only those that find the stream quiet since then act
     if (timestamp >= last + retain) {
-      for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
+      for (Map.Entry<Long, A> e : open.entries()) {
         emit(e.getKey(), e.getValue(), true, out);
       }
       open.clear();
@@ -117,14 +137,14 @@ public class PerStreamCpuWindows extends KeyedProcessFunction<String, CpuSample,
       lastArrival.clear();
       flushed.clear();
     } else if (timestamp >= last + idle && !Boolean.TRUE.equals(flushed.value())) {
-      for (Map.Entry<Long, CpuWindowAccumulator> e : open.entries()) {
+      for (Map.Entry<Long, A> e : open.entries()) {
         emit(e.getKey(), e.getValue(), false, out);
       }
       flushed.update(true);
     }
   }
 
-  private void emit(long start, CpuWindowAccumulator acc, boolean isFinal, Collector<DerivedMetric> out) {
+  private void emit(long start, A acc, boolean isFinal, Collector<DerivedMetric> out) {
     for (DerivedMetric m : acc.metrics(start, start + size, isFinal, System.currentTimeMillis())) {
       out.collect(m);
     }
