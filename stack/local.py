@@ -99,6 +99,8 @@ class LocalStack:
             self.s.topic("derived_metrics").name,
             "--hpm-topic",
             self.s.topic("hpm_samples").name,
+            "--port-topic",
+            self.s.topic("net_port_samples").name,
             "--group-id",
             f["group_id"],
             "--window-seconds",

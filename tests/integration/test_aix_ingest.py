@@ -70,3 +70,40 @@ def test_slb_rates_and_aggregation_members_in_sql(stack: Settings, corpus: Path,
         ["mips", 34.877],
         ["slb_miss_rate", 1.295],
     ]
+
+
+def _etherchannel_capture(counts: dict[str, tuple[int, int]]) -> str:
+    text = "ETHERNET STATISTICS (ent8) :\nDevice Type: IEEE 802.3ad Link Aggregation\n"
+    text += "Aggregation status: Aggregated\nHash mode: Default (destination IP address)\n"
+    for port, (tx, rx) in counts.items():
+        text += f"ETHERNET STATISTICS ({port}) :\nDevice Type: 10 Gigabit Ethernet Adapter\n"
+        text += f"Packets: {tx:<38}Packets: {rx}\n"
+    return text
+
+
+def test_lacp_hash_skew_from_two_entstat_captures(stack: Settings, tmp_path: Path) -> None:
+    # 000 L6069-6177 (hash_mode default): the packets each port moved between two captures
+    moved = {
+        "ent0": (811028335, 1239805118),
+        "ent1": (1127872165, 2184361773),
+        "ent4": (8604105240, 2203568387),
+        "ent6": (19992956659, 4671940746),
+    }
+    start = {port: (1000 + i, 2000 + i) for i, port in enumerate(moved)}
+    later = {port: (start[port][0] + tx, start[port][1] + rx) for port, (tx, rx) in moved.items()}
+    who = HostIdentity("VIOSTEST-2", "vios1")
+    producer = AvroProducer(stack)
+    for n, (counts, ts) in enumerate(((start, 1_700_000_010_000), (later, 1_700_000_070_000))):
+        capture = tmp_path / f"entstat_{n}.txt"
+        capture.write_text(_etherchannel_capture(counts))
+        for e in from_file("entstat", capture, who, ts):
+            producer.send(e.topic_key, e.record, key=e.key)
+    producer.flush()
+    where = "entity_id = 'VIOSTEST-2|ent8'"
+    wait_stable(stack, f"SELECT count() FROM derived_metrics_v WHERE {where}", timeout=90, minimum=5)
+    _, rows = query(stack, f"SELECT metric, round(value, 4) FROM derived_metrics_v WHERE {where} ORDER BY metric")
+    tx_skew = round(19992956659 / 30535962399 * 4, 4)
+    rx_skew = round(4671940746 / 10299676024 * 4, 4)
+    assert dict(map(tuple, rows))["lacp_hash_skew_tx"] == tx_skew  # 65.47 % of 4 ports
+    assert dict(map(tuple, rows))["lacp_hash_skew_rx"] == rx_skew
+    assert dict(map(tuple, rows))["lacp_active_ports"] == 4

@@ -56,8 +56,8 @@ def ch(embedded_path: Path):
         *minutes("F1S-2", "aix02", "physc", base, [0.5] * 60),
         *minutes("LNXA", "LNXA", "tv_ratio", base, [1.5] * 60),
         *minutes("LNXB", "LNXB", "tv_ratio", base, [1.05] * 60),
-        *minutes("F1S-1|ent8", "aix01/ent8", "lacp_hash_skew", base, [2.62] * 5),
-        *minutes("h2|bond0", "h2/bond0", "lacp_hash_skew", base, [1.1] * 5),
+        *minutes("F1S-1|ent8", "aix01/ent8", "lacp_hash_skew_tx", base, [2.62] * 5),
+        *minutes("h2|bond0", "h2/bond0", "lacp_hash_skew_tx", base, [1.1] * 5),
     ]
     for day, peak in zip(range(7, 2, -1), [1.0, 1.2, 1.4, 1.6, 1.8], strict=True):
         rows += minutes("F1S-1", "aix01", "physc", base - timedelta(days=day), [peak])
@@ -169,7 +169,7 @@ def test_cookbook_answers(ch) -> None:
     assert [(r[0], r[3], r[4]) for r in run(ch, 2)] == [("linux001", 30, 15.0)]
     assert [(r[1], r[2]) for r in run(ch, 3)] == [("LNXA", 1.5)]
     assert [r[0] for r in run(ch, 4)] == ["aix01"]
-    assert run(ch, 5)[0][:2] == ["aix01/ent8", 2.62]
+    assert run(ch, 5)[0][:3] == ["aix01/ent8", "lacp_hash_skew_tx", 2.62]
     frames = run(ch, 6)
     assert frames[0][0] == "8205-E6C*F1S" and frames[0][2] > 0
     assert [(r[0], r[2]) for r in run(ch, 7)] == [("aix01", 1.295)]

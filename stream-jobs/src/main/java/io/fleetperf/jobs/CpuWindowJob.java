@@ -41,12 +41,21 @@ public final class CpuWindowJob {
     // Event time is kept per host and source stream inside PerStreamWindows, not as a
     // partition-wide watermark.
     DataStream<DerivedMetric> metrics =
-        windows(env, o, o.sourceTopic, "cpu_sample.avsc", CpuSample.class, CpuSample::fromAvro,
-            CpuWindowAccumulator.class, CpuWindowAccumulator::new, "cpu");
+        windows(o, source(env, o, o.sourceTopic, "cpu_sample.avsc", CpuSample.class, CpuSample::fromAvro),
+            CpuSample.class, CpuWindowAccumulator.class, CpuWindowAccumulator::new, "cpu");
     if (!o.hpmTopic.isEmpty()) {
       metrics = metrics.union(
-          windows(env, o, o.hpmTopic, "hpm_sample.avsc", HpmSample.class, HpmSample::fromAvro,
-              SlbWindowAccumulator.class, SlbWindowAccumulator::new, "slb"));
+          windows(o, source(env, o, o.hpmTopic, "hpm_sample.avsc", HpmSample.class, HpmSample::fromAvro),
+              HpmSample.class, SlbWindowAccumulator.class, SlbWindowAccumulator::new, "slb"));
+    }
+    if (!o.portTopic.isEmpty()) {
+      DataStream<PortDelta> deltas =
+          source(env, o, o.portTopic, "net_port_sample.avsc", PortCounters.class, PortCounters::fromAvro)
+              .keyBy(PortCounters::portKey, Types.STRING)
+              .process(new CounterDeltas(), TypeInformation.of(PortDelta.class))
+              .name("port-deltas");
+      metrics = metrics.union(
+          windows(o, deltas, PortDelta.class, LacpWindowAccumulator.class, LacpWindowAccumulator::new, "lacp"));
     }
 
     KafkaSink<DerivedMetric> sink =
@@ -63,10 +72,9 @@ public final class CpuWindowJob {
     metrics.sinkTo(sink).name("derived-metrics");
   }
 
-  private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
+  private static <T> DataStream<T> source(
       StreamExecutionEnvironment env, JobOptions o, String topic, String schemaFile, Class<T> type,
-      RegistryAvroDeserializer.Mapper<T> mapper, Class<A> accumulator,
-      PerStreamWindows.SerializableSupplier<A> newAccumulator, String name) {
+      RegistryAvroDeserializer.Mapper<T> mapper) {
     KafkaSource<T> source =
         KafkaSource.<T>builder()
             .setBootstrapServers(o.bootstrap)
@@ -75,9 +83,15 @@ public final class CpuWindowJob {
             .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
             .setDeserializer(new RegistryAvroDeserializer<>(o.registryUrl, schemaFile, type, mapper))
             .build();
-    OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(type));
+    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic);
+  }
+
+  private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
+      JobOptions o, DataStream<T> samples, Class<T> sampleType, Class<A> accumulator,
+      PerStreamWindows.SerializableSupplier<A> newAccumulator, String name) {
+    OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(sampleType));
     SingleOutputStreamOperator<DerivedMetric> out =
-        env.fromSource(source, WatermarkStrategy.noWatermarks(), topic)
+        samples
             .keyBy(Sample::streamKey, Types.STRING)
             .process(
                 new PerStreamWindows<>(accumulator, newAccumulator, late, o.window.toMillis(),

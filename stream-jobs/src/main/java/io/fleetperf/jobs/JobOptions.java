@@ -15,6 +15,8 @@ public final class JobOptions {
   public final String sinkTopic;
   /** hpmstat reports (SLB windows); empty: not consumed. */
   public final String hpmTopic;
+  /** per-port network counters (LACP hash skew); empty: not consumed. */
+  public final String portTopic;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -29,6 +31,7 @@ public final class JobOptions {
     sourceTopic = required(m, "source-topic");
     sinkTopic = required(m, "sink-topic");
     hpmTopic = m.getOrDefault("hpm-topic", "");
+    portTopic = m.getOrDefault("port-topic", "");
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -60,7 +63,7 @@ public final class JobOptions {
   }
 
   private static String usage() {
-    return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T]"
+    return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T] [--port-topic T]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }

@@ -1,0 +1,40 @@
+package io.fleetperf.jobs;
+
+import org.apache.avro.generic.GenericRecord;
+
+/** Cumulative packet counters of one member port at one time (schemas/net_port_sample.avsc). */
+public class PortCounters {
+  public String hostId;
+  public String hostname;
+  public String aggregation;
+  public String adapter;
+  public long ts;
+  public Long txPackets;
+  public Long rxPackets;
+
+  public PortCounters() {}
+
+  public PortCounters(String hostId, String aggregation, String adapter, long ts, Long txPackets, Long rxPackets) {
+    this.hostId = hostId;
+    this.hostname = hostId;
+    this.aggregation = aggregation;
+    this.adapter = adapter;
+    this.ts = ts;
+    this.txPackets = txPackets;
+    this.rxPackets = rxPackets;
+  }
+
+  static PortCounters fromAvro(GenericRecord r) {
+    Object agg = r.get("aggregation");
+    PortCounters p = new PortCounters(
+        r.get("host_id").toString(), agg == null ? null : agg.toString(), r.get("adapter").toString(),
+        (Long) r.get("ts"), (Long) r.get("tx_packets"), (Long) r.get("rx_packets"));
+    p.hostname = r.get("hostname").toString();
+    return p;
+  }
+
+  /** Deltas are per port; the port's counters are its own stream. */
+  public String portKey() {
+    return hostId + "|" + aggregation + "|" + adapter;
+  }
+}

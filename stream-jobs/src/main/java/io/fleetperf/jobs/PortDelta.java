@@ -1,0 +1,46 @@
+package io.fleetperf.jobs;
+
+/** Packets one member port moved since its previous sample. */
+public class PortDelta implements Sample {
+  public String hostId;
+  public String hostname;
+  public String aggregation;
+  public String adapter;
+  public long ts;
+  public long tx;
+  public long rx;
+
+  public PortDelta() {}
+
+  public PortDelta(
+      String hostId, String hostname, String aggregation, String adapter, long ts, long tx, long rx) {
+    this.hostId = hostId;
+    this.hostname = hostname;
+    this.aggregation = aggregation;
+    this.adapter = adapter;
+    this.ts = ts;
+    this.tx = tx;
+    this.rx = rx;
+  }
+
+  @Override
+  public long ts() {
+    return ts;
+  }
+
+  @Override
+  public String hostId() {
+    return hostId;
+  }
+
+  @Override
+  public String hostname() {
+    return hostname;
+  }
+
+  /** One event clock per aggregation: its ports' samples arrive together. */
+  @Override
+  public String streamKey() {
+    return hostId + "|" + aggregation;
+  }
+}
