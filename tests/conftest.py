@@ -36,3 +36,10 @@ def embedded_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def embedded_settings(state: Path, database: str) -> config.Settings:
     return config.load({"FLEETPERF__STATE__DIR": str(state), "FLEETPERF__CLICKHOUSE__DATABASE": database})
+
+
+def table_columns(table: str) -> list[str]:
+    """The columns the sink writes to a table (from the Avro schemas, the one definition)."""
+    from warehouse.rows import RowMapper
+
+    return RowMapper(config.load({})).columns[table]

@@ -11,6 +11,7 @@ from ingest.aix import entstat, hpmstat
 from ingest.aix.errors import CommandOutputError
 from ingest.aix.lacp import hash_skew, lacp_in_sync
 from ingest.aix.slb import slb_metrics
+from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 
 
 @pytest.fixture(scope="module")
@@ -28,28 +29,14 @@ def lines(seed: list[str], first: int, last: int) -> str:
         (
             8279,
             8335,
-            {
-                "PM_IERAT_MISS": 20894033,
-                "PM_DSLB_MISS": 72329260,
-                "PM_ISLB_MISS": 15710,
-                "PM_SLB_MISS": 72344970,
-                "PM_RUN_INST_CMPL": 5584383071,
-                "PM_RUN_CYC": 66322682987,
-            },
+            SLB_BEFORE_LSA,
             160.115119955,
             {"dslb_miss_rate": 1.295, "ierat_miss_rate": 0.374, "cpi": 11.876, "mips": 34.877},
         ),
         (
             8340,
             8393,
-            {
-                "PM_IERAT_MISS": 189529,
-                "PM_DSLB_MISS": 25347,
-                "PM_ISLB_MISS": 15090,
-                "PM_SLB_MISS": 40437,
-                "PM_RUN_INST_CMPL": 2371507258,
-                "PM_RUN_CYC": 66319381743,
-            },
+            SLB_AFTER_LSA,
             160.005281724,
             {"dslb_miss_rate": 0.001, "ierat_miss_rate": 0.008, "islb_miss_rate": 0.001, "cpi": 27.965, "mips": 14.821},
         ),

@@ -10,23 +10,13 @@ from pathlib import Path
 import pytest
 
 from core.config import REPO_ROOT
-from tests.conftest import embedded_settings
+from tests.conftest import embedded_settings, table_columns
 from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 from warehouse.clickhouse import migrate
 from warehouse.rollups import rebuild
 
 COOKBOOK = REPO_ROOT / "docs" / "sql-cookbook.md"
-DM_COLUMNS = [
-    "entity_id",
-    "entity_name",
-    "metric",
-    "window_start",
-    "window_end",
-    "value",
-    "samples",
-    "is_final",
-    "emitted_at",
-]
+DM_COLUMNS = table_columns("derived_metrics")
 
 
 def cookbook_queries() -> dict[int, tuple[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import config
-from tests.conftest import embedded_settings
+from tests.conftest import embedded_settings, table_columns
 from warehouse.clickhouse import migrate
 
 
@@ -47,17 +47,7 @@ def test_retention_does_not_delete_a_backfill_of_old_data(embedded_path: Path) -
     ch.insert(
         "derived_metrics",
         [["h", "h", "steal_pct", old, old, 1.0, 1, True, datetime.now(UTC)]],
-        column_names=[
-            "entity_id",
-            "entity_name",
-            "metric",
-            "window_start",
-            "window_end",
-            "value",
-            "samples",
-            "is_final",
-            "emitted_at",
-        ],
+        column_names=table_columns("derived_metrics"),
     )
     for table in ("nmon_values", "derived_metrics"):
         ch.command(f"OPTIMIZE TABLE {table} FINAL")  # merges apply TTLs

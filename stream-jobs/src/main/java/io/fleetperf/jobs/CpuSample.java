@@ -3,16 +3,11 @@ package io.fleetperf.jobs;
 import org.apache.avro.generic.GenericRecord;
 
 /** The fields of schemas/cpu_sample.avsc the CPU window job reads (a Flink POJO). */
-public class CpuSample implements Sample {
-  public String hostId;
-  public String hostname;
-  public long ts;
+public class CpuSample extends BaseSample {
   public double intervalS;
   public Double stealPct;
   public Double physc;
   public Double entitled;
-  /** The source stream the sample came from (origin file); samples of one stream are in order. */
-  public String stream;
 
   public CpuSample() {}
 
@@ -44,25 +39,5 @@ public class CpuSample implements Sample {
         (Double) r.get("physc"),
         (Double) r.get("entitled"),
         r.get("origin_file").toString());
-  }
-
-  @Override
-  public String streamKey() {
-    return hostId + "|" + stream;
-  }
-
-  @Override
-  public long ts() {
-    return ts;
-  }
-
-  @Override
-  public String hostId() {
-    return hostId;
-  }
-
-  @Override
-  public String hostname() {
-    return hostname;
   }
 }

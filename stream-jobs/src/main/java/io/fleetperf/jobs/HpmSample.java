@@ -4,11 +4,7 @@ import java.util.Map;
 import org.apache.avro.generic.GenericRecord;
 
 /** The counters of schemas/hpm_sample.avsc the SLB windows need (a Flink POJO). */
-public class HpmSample implements Sample {
-  public String hostId;
-  public String hostname;
-  public long ts;
-  public String stream;
+public class HpmSample extends BaseSample {
   public Double durationS;
   public Long dslb;
   public Long islb;
@@ -56,25 +52,5 @@ public class HpmSample implements Sample {
       }
     }
     return null;
-  }
-
-  @Override
-  public long ts() {
-    return ts;
-  }
-
-  @Override
-  public String hostId() {
-    return hostId;
-  }
-
-  @Override
-  public String hostname() {
-    return hostname;
-  }
-
-  @Override
-  public String streamKey() {
-    return hostId + "|" + stream;
   }
 }

@@ -1,12 +1,9 @@
 package io.fleetperf.jobs;
 
 /** Packets one member port moved since its previous sample. */
-public class PortDelta implements Sample {
-  public String hostId;
-  public String hostname;
+public class PortDelta extends BaseSample {
   public String aggregation;
   public String adapter;
-  public long ts;
   public long tx;
   public long rx;
 
@@ -21,21 +18,6 @@ public class PortDelta implements Sample {
     this.ts = ts;
     this.tx = tx;
     this.rx = rx;
-  }
-
-  @Override
-  public long ts() {
-    return ts;
-  }
-
-  @Override
-  public String hostId() {
-    return hostId;
-  }
-
-  @Override
-  public String hostname() {
-    return hostname;
   }
 
   /** One event clock per aggregation: its ports' samples arrive together. */
