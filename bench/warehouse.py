@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -20,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from core import config  # noqa: E402
 from warehouse.clickhouse import migrate  # noqa: E402
+from warehouse.cookbook import queries  # noqa: E402
 
 DASHBOARD_QUERIES = {
     "Fleet CPU steal chart, last day, 1-min view": "SELECT hostname, minute, max(steal_pct) FROM host_cpu_minute "
@@ -34,11 +34,7 @@ DASHBOARD_QUERIES = {
 
 
 def cookbook() -> dict[str, str]:
-    text = (ROOT / "docs" / "sql-cookbook.md").read_text()
-    return {
-        f"cookbook {n}. {t}": q
-        for n, t, q in re.findall(r"^### (\d+)\. (.+?)\n+```sql\n(.*?)```", text, flags=re.M | re.S)
-    }
+    return {f"cookbook {n}. {title}": sql for n, (title, sql) in queries().items()}
 
 
 def generate(ch, hosts: int, days: int) -> float:  # noqa: ANN001

@@ -3,26 +3,18 @@ rollups agree with the same aggregation over the 1-minute rows."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from core.config import REPO_ROOT
 from tests.conftest import embedded_settings, table_columns
 from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 from warehouse.clickhouse import migrate
+from warehouse.cookbook import queries
 from warehouse.rollups import rebuild
 
-COOKBOOK = REPO_ROOT / "docs" / "sql-cookbook.md"
 DM_COLUMNS = table_columns("derived_metrics")
-
-
-def cookbook_queries() -> dict[int, tuple[str, str]]:
-    text = COOKBOOK.read_text()
-    found = re.findall(r"^### (\d+)\. (.+?)\n+```sql\n(.*?)```", text, flags=re.M | re.S)
-    return {int(n): (title, sql) for n, title, sql in found}
 
 
 def minutes(entity: str, name: str, metric: str, start: datetime, values: list[float]) -> list[list]:
@@ -141,13 +133,13 @@ def ch(embedded_path: Path):
 
 
 def run(ch, number: int) -> list[list]:
-    return [list(r) for r in ch.query(cookbook_queries()[number][1]).result_rows]
+    return [list(r) for r in ch.query(queries()[number][1]).result_rows]
 
 
 def test_every_cookbook_query_runs(ch) -> None:
-    queries = cookbook_queries()
-    assert len(queries) >= 10 and sorted(queries) == list(range(1, len(queries) + 1))
-    for number, (title, sql) in queries.items():
+    cookbook = queries()
+    assert len(cookbook) >= 10 and sorted(cookbook) == list(range(1, len(cookbook) + 1))
+    for number, (title, sql) in cookbook.items():
         result = ch.query(sql)  # raises on any error
         assert result.column_names, f"{number}. {title}"
         assert result.result_rows, f"{number}. {title} found nothing in the seeded data"
