@@ -20,8 +20,19 @@ def _mvn(*args: str, cwd: Path | None = None) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
 
 
+def kafka_libs_dir(settings: Settings) -> Path:
+    """Where the Kafka jars are (or will be); fetches nothing."""
+    return settings.cache_dir / f"kafka-{settings['kafka']['version']}" / "libs"
+
+
+def registry_jar_path(settings: Settings) -> Path:
+    """Where the Apicurio runner jar is (or will be); fetches nothing."""
+    version = settings["registry"]["version"]
+    return settings.cache_dir / f"apicurio-{version}" / f"apicurio-registry-app-{version}-runner.jar"
+
+
 def kafka_libs(settings: Settings) -> Path:
-    libs = settings.cache_dir / f"kafka-{settings['kafka']['version']}" / "libs"
+    libs = kafka_libs_dir(settings)
     if not (libs / f"kafka_2.13-{settings['kafka']['version']}.jar").exists():
         print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
         _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}")
@@ -30,8 +41,8 @@ def kafka_libs(settings: Settings) -> Path:
 
 def registry_jar(settings: Settings) -> Path:
     version = settings["registry"]["version"]
-    home = settings.cache_dir / f"apicurio-{version}"
-    jar = home / f"apicurio-registry-app-{version}-runner.jar"
+    jar = registry_jar_path(settings)
+    home = jar.parent
     if jar.exists():
         return jar
     print(f"fetching Apicurio Registry {version} into {home}")

@@ -44,10 +44,10 @@ class LocalStack:
     # process definitions ---------------------------------------------------------------------
     def kafka(self) -> Process:
         k = self.s["kafka"]
-        libs = install.kafka_libs(self.s)
+        libs = install.kafka_libs_dir(self.s)
         return Process(
             "kafka",
-            ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._kafka_properties())],
+            ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._kafka_properties_path())],
             self.run_dir,
             self.log_dir,
             ready=lambda: port_open(k["host"], k["port"]),
@@ -67,7 +67,7 @@ class LocalStack:
                 "-Dapicurio.storage.kind=kafkasql",
                 f"-Dapicurio.kafkasql.bootstrap.servers={self.s.bootstrap}",
                 "-jar",
-                str(install.registry_jar(self.s)),
+                str(install.registry_jar_path(self.s)),
             ],
             self.run_dir,
             self.log_dir,
@@ -79,7 +79,7 @@ class LocalStack:
         f = self.s["flink"]
         return Process(
             "flink",
-            ["java", f"-Xmx{f['heap']}", *JAVA_OPENS, "-jar", str(install.job_jar()), *self.job_args()],
+            ["java", f"-Xmx{f['heap']}", *JAVA_OPENS, "-jar", str(install.JOB_JAR), *self.job_args()],
             self.run_dir,
             self.log_dir,
             ready=self._flink_running,
@@ -158,10 +158,7 @@ class LocalStack:
             if name not in only:
                 continue
             t0 = time.monotonic()
-            if name == "warehouse":
-                from warehouse import superset_setup
-
-                superset_setup.prepare(self.s, self.superset_env())
+            self._prepare(name)
             proc = getattr(self, name)()
             proc.start()
             proc.wait_ready()
@@ -180,10 +177,29 @@ class LocalStack:
     def status(self) -> list[tuple[str, int | None, str, str]]:
         return [(n, p.pid(), p.where, str(p.log_file)) for n, p in self.processes().items()]
 
-    def _kafka_properties(self) -> Path:
+    def _prepare(self, name: str) -> None:
+        """What a service needs before it starts: its runtime fetched or built, its config written.
+        Only start() does this; status and stop only read PID files."""
+        if name == "kafka":
+            install.kafka_libs(self.s)
+            self._write_kafka_properties()
+        elif name == "registry":
+            install.registry_jar(self.s)
+        elif name == "flink":
+            install.job_jar()
+        elif name == "warehouse":
+            from warehouse import superset_setup
+
+            superset_setup.prepare(self.s, self.superset_env())
+
+    def _kafka_properties_path(self) -> Path:
+        return self.state / "kafka" / "server.properties"
+
+    def _write_kafka_properties(self) -> None:
+        """server.properties from the settings; storage formatted on the first start."""
         k = self.s["kafka"]
         data = self.state / "kafka" / "data"
-        props = self.state / "kafka" / "server.properties"
+        props = self._kafka_properties_path()
         props.parent.mkdir(parents=True, exist_ok=True)
         props.write_text(
             "\n".join(
@@ -210,13 +226,11 @@ class LocalStack:
             )
         )
         if not (data / "meta.properties").exists():
-            libs = install.kafka_libs(self.s)
-            cp = ["java", "-cp", f"{libs}/*", "kafka.tools.StorageTool"]
+            cp = ["java", "-cp", f"{install.kafka_libs_dir(self.s)}/*", "kafka.tools.StorageTool"]
             cluster_id = subprocess.run([*cp, "random-uuid"], capture_output=True, text=True, check=True).stdout.strip()
             subprocess.run(
                 [*cp, "format", "-t", cluster_id, "-c", str(props)], capture_output=True, text=True, check=True
             )
-        return props
 
     def _flink_running(self) -> bool:
         url = f"http://127.0.0.1:{self.s['flink']['rest_port']}/jobs/overview"
