@@ -104,7 +104,14 @@ def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
         return 0
     from ingest.publish import ingest
 
-    summary = ingest(s, args.paths, _tz(args.tz), force=args.force, progress=not args.no_progress)
+    summary = ingest(
+        s,
+        args.paths,
+        _tz(args.tz),
+        force=args.force,
+        progress=not args.no_progress,
+        perfkit_options=_perfkit_options(args),
+    )
     print(summary.line())
     return 0
 
@@ -132,6 +139,62 @@ def _identity(args: argparse.Namespace):  # noqa: ANN202
     return local_identity()
 
 
+def _perfkit_options(args: argparse.Namespace):  # noqa: ANN202
+    from datetime import date, time
+
+    from ingest.perfkit.records import Options
+
+    return Options(
+        system=args.zvm_system,
+        cpc=args.cpc,
+        day=date.fromisoformat(args.date) if args.date else None,
+        at=time.fromisoformat(args.at) if args.at else None,
+        interval_s=args.interval_seconds,
+        tz=_tz(args.tz),
+    )
+
+
+def _perfkit_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Performance Toolkit reports (what a report may not print itself)")
+    g.add_argument("--zvm-system", help="z/VM system name (default: the '(NAME)' of the report title)")
+    g.add_argument("--cpc", help="FCX126: CPC identity (default: the processor type and model printed)")
+    g.add_argument("--date", help="date of the report, YYYY-MM-DD (default: the 'on yyyy/mm/dd' it prints)")
+    g.add_argument("--at", help="end of the interval, HH:MM:SS, for reports that print no interval")
+    g.add_argument("--interval-seconds", type=float, help="interval length of a one-row log report")
+
+
+def cmd_parse_perfkit(args: argparse.Namespace, s: config.Settings) -> int:
+    from tqdm import tqdm
+
+    from ingest.perfkit.parser import scan_file
+    from ingest.perfkit.records import records_of_scan
+    from ingest.publish import expand
+
+    options = _perfkit_options(args)
+    files = list(expand(args.files))
+    counts: dict[str, int] = {}
+    problems: list[str] = []
+    unknown: dict[str, list[str]] = {}
+    for path in tqdm(files, unit="file", desc="perfkit", disable=args.no_progress or len(files) < 2, file=sys.stderr):
+        scan = scan_file(path)
+        for fcx, line in scan.unknown_reports.items():
+            unknown.setdefault(fcx, []).append(f"{path}:{line}")
+        for emitted in records_of_scan(scan, options):
+            if emitted.topic_key == "dead_letters":
+                r = emitted.record
+                problems.append(f"{r['origin_file']}:{r['line']} (byte {r['byte_offset']}): {r['error']}")
+            counts[emitted.topic_key] = counts.get(emitted.topic_key, 0) + 1
+            message = {"topic": s.topic(emitted.topic_key).name, "key": emitted.key, "value": emitted.record}
+            sys.stdout.write(json.dumps(message) + "\n")
+    for message in problems:
+        print(f"bad input: {message}", file=sys.stderr)
+    for fcx, where in sorted(unknown.items()):
+        print(f"unknown report {fcx} skipped ({len(where)}x, first at {where[0]})", file=sys.stderr)
+    made = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no records"
+    print(f"{len(files)} files: {made}; {len(problems)} errors", file=sys.stderr)
+    return 0
+
+
 def _records_of(args: argparse.Namespace, path: Path):  # noqa: ANN202
     if args.source == "nmon":
         from ingest.nmon.parser import parse_file
@@ -144,6 +207,8 @@ def _records_of(args: argparse.Namespace, path: Path):  # noqa: ANN202
 
 
 def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
+    if args.source == "perfkit":
+        return cmd_parse_perfkit(args, s)
     out = sys.stdout
     for name in args.files:
         try:
@@ -335,9 +400,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("sink", cmd_sink, "run only the Kafka->ClickHouse sink in the foreground (for a real ClickHouse server)")
 
-    ing = add("ingest", cmd_ingest, "publish nmon files, directories or globs to Kafka (skips what was published)")
-    ing.add_argument("paths", nargs="+", help="files (.nmon, .nmon.gz), directories or quoted globs")
-    ing.add_argument("--tz", default="UTC", help="time zone of the nmon timestamps (default UTC), e.g. Europe/Berlin")
+    ing = add(
+        "ingest",
+        cmd_ingest,
+        "publish nmon files and z/VM Performance Toolkit reports (files, directories or globs) to Kafka;"
+        " skips what was published",
+    )
+    ing.add_argument(
+        "paths", nargs="+", help="files (.nmon, .nmon.gz, Toolkit report text), directories or quoted globs"
+    )
+    ing.add_argument("--tz", default="UTC", help="time zone of the timestamps (default UTC), e.g. Europe/Berlin")
     ing.add_argument("--force", action="store_true", help="publish again even if already published")
     ing.add_argument("--no-progress", action="store_true", help="no progress bar")
     ing.add_argument(
@@ -352,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=120.0,
         help="--follow: finish a file idle this long once a newer file of its host exists (default 120)",
     )
+    _perfkit_args(ing)
 
     sim = add("simulate", cmd_simulate, "write a synthetic fleet of nmon files")
     sim.add_argument("--out", required=True, help="output directory")
@@ -364,9 +437,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse = add(
         "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
     )
-    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat"])
-    parse.add_argument("files", nargs="+")
-    parse.add_argument("--tz", default="UTC", help="nmon: time zone of the timestamps")
+    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat", "perfkit"])
+    parse.add_argument("files", nargs="+", help="files; perfkit: also directories and quoted globs")
+    parse.add_argument("--tz", default="UTC", help="nmon, perfkit: time zone of the timestamps")
+    parse.add_argument("--no-progress", action="store_true", help="perfkit: no progress bar")
+    _perfkit_args(parse)
     _identity_args(parse)
     parse.add_argument("--ts", help="hpmstat/entstat: ISO time of the capture (default: file modification time)")
 

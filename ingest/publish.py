@@ -16,6 +16,9 @@ from core.config import Settings
 from core.kafka_avro import AvroProducer
 from ingest.ledger import Ledger
 from ingest.nmon.parser import NmonParser, open_binary
+from ingest.perfkit import parser as perfkit
+from ingest.perfkit.records import Options as PerfkitOptions
+from ingest.perfkit.records import records_of_file as perfkit_records
 from ingest.records import Emitted
 
 CHECKPOINT_SNAPSHOTS = 2000
@@ -67,14 +70,14 @@ class FilePublisher:
 
     def feed(self, raw: bytes, line_no: int, offset: int) -> None:
         for emitted in self.parser.feed(raw, line_no, offset):
-            self._send(emitted)
+            self.send(emitted)
         self.offset_seen = offset
         if self.unsaved >= CHECKPOINT_SNAPSHOTS:
             self.checkpoint()
 
     def finish(self) -> None:
         for emitted in self.parser.finish():
-            self._send(emitted)
+            self.send(emitted)
         self.progress.complete = True
         self.progress.size = self.path.stat().st_size
         self.checkpoint()
@@ -85,7 +88,7 @@ class FilePublisher:
         self.ledger.save(self.path, self.progress, self.opener)
         self.unsaved = 0
 
-    def _send(self, emitted: Emitted) -> None:
+    def send(self, emitted: Emitted) -> None:
         if emitted.snapshot and emitted.snapshot <= self.resume_snapshot:
             return
         if emitted.topic_key == "dead_letters":
@@ -111,14 +114,15 @@ def _opener(path: Path):  # noqa: ANN202
 
 
 def expand(inputs: Iterable[str]) -> Iterator[Path]:
-    """Files as given; directories recursively (*.nmon, *.nmon.gz); shell-style globs."""
+    """Files as given; directories recursively (*.nmon, *.nmon.gz and Performance Toolkit reports);
+    shell-style globs."""
     for item in inputs:
         matches = [Path(m) for m in sorted(glob.glob(item, recursive=True))] if glob.has_magic(item) else [Path(item)]
         if not matches:
             raise FileNotFoundError(f"no file matches {item}")
         for path in matches:
             if path.is_dir():
-                yield from sorted(p for p in path.rglob("*") if p.is_file() and ".nmon" in p.name)
+                yield from sorted(p for p in path.rglob("*") if p.is_file() and (".nmon" in p.name or perfkit.sniff(p)))
             elif path.exists():
                 yield path
             else:
@@ -132,6 +136,7 @@ def ingest(
     force: bool = False,
     progress: bool = True,
     producer: AvroProducer | None = None,
+    perfkit_options: PerfkitOptions | None = None,
 ) -> Summary:
     files = list(expand(inputs))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
@@ -147,6 +152,12 @@ def ingest(
                 publisher.resume_snapshot, publisher.resume_offset = 0, -1
             elif publisher.already_done():
                 summary.skipped += 1
+                bar.update(size)
+                continue
+            if ".nmon" not in path.name and perfkit.sniff(path):
+                publish_report(path, publisher, perfkit_options or PerfkitOptions(tz=tz))
+                summary.files += 1
+                summary.bytes += size
                 bar.update(size)
                 continue
             offset = 0
@@ -165,3 +176,10 @@ def ingest(
         if len(summary.error_lines) > 20:
             print(f"... and {len(summary.error_lines) - 20} more (table dead_letters)", file=sys.stderr)
     return summary
+
+
+def publish_report(path: Path, publisher: FilePublisher, options: PerfkitOptions) -> None:
+    """A Performance Toolkit report is complete when written: all its records, then the ledger."""
+    for emitted in perfkit_records(path, options):
+        publisher.send(emitted)
+    publisher.finish()
