@@ -29,6 +29,20 @@ def _nmon_snapshot(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
                 yield "nmon_labels", [host, ts, section, entity, label, text]
 
 
+_LPAR_CPU_FIELDS = ("cpu", "cpu_type", "busy_pct", "ovhd_pct", "susp_pct", "vmld_pct", "logld_pct")
+
+
+def _tuples_of(field: str, inner: tuple[str, ...]):  # noqa: ANN202
+    # Array(Tuple(...)) columns take tuples in the tuple's declared order
+    def convert(record: dict[str, Any]) -> dict[str, Any]:
+        return {**record, field: [tuple(item.get(k) for k in inner) for item in record[field]]}
+
+    return convert
+
+
+_CONVERT = {"lpar_samples": _tuples_of("cpus", _LPAR_CPU_FIELDS)}
+
+
 class RowMapper:
     def __init__(self, settings: Settings) -> None:
         self.columns: dict[str, list[str]] = {"nmon_values": NMON_VALUE_COLUMNS, "nmon_labels": NMON_LABEL_COLUMNS}
@@ -39,14 +53,16 @@ class RowMapper:
                 continue
             fields = [f["name"] for f in json.loads(topic.schema_text())["fields"]]
             self.columns[topic.table] = fields
-            self.builders[topic.name] = _single(topic.table, fields)
+            self.builders[topic.name] = _single(topic.table, fields, _CONVERT.get(topic.key))
 
     def rows(self, topic: str, record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
         return self.builders[topic](record)
 
 
-def _single(table: str, fields: list[str]) -> Builder:
+def _single(table: str, fields: list[str], convert=None) -> Builder:  # noqa: ANN001
     def build(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+        if convert is not None:
+            record = convert(record)
         yield table, [record.get(f) for f in fields]
 
     return build

@@ -31,6 +31,7 @@ _SERIAL = re.compile(r"\bSER\s+([0-9A-F]{4,6})\b")
 _PARTITION = re.compile(r"Collected in Partition\s+(\S+)")
 _MODEL = re.compile(r"Processor type and model\s*:\s*(\S+)")
 _USER = re.compile(r"Resource Usage Log for User\s+(\S+)")
+_FIGURE = re.compile(r"[\d.]*\d[\d.]*\Z")
 _REPORT_NAMES = {layout.name for layout in LAYOUTS}
 
 
@@ -178,9 +179,11 @@ def _table_start(line: str) -> Layout | None:
 
 
 def _looks_like_row(tokens: list[str], layout: Layout) -> bool:
-    # a line opening with what the key column holds, and about as long as a row
-    first = next((t for t in tokens if t), "")
-    return bool(layout.columns[0].shape.pattern.match(first)) and len(tokens) >= len(layout.columns) // 2
+    # a line opening with what the key column holds, followed by some figures
+    words = [t for t in tokens if t]
+    if len(words) < 3 or not layout.columns[0].shape.pattern.match(words[0]):
+        return False
+    return any(_FIGURE.match(w) for w in words[1:])
 
 
 def scan_lines(path: str, lines: Iterable[str]) -> Scan:

@@ -30,6 +30,7 @@ def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
         "host_inventory",
         "hpm_rates",
         "link_aggregation_members",
+        "lpar_cpus_v",
     ):
         ch.query(f"SELECT * FROM {view} LIMIT 1")
 
@@ -53,3 +54,31 @@ def test_retention_does_not_delete_a_backfill_of_old_data(embedded_path: Path) -
         ch.command(f"OPTIMIZE TABLE {table} FINAL")  # merges apply TTLs
     assert ch.query("SELECT count() FROM nmon_values").result_rows == [(1,)]
     assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(1,)]
+
+
+def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
+    from datetime import date, time
+
+    from ingest.perfkit.parser import scan_file
+    from ingest.perfkit.records import Options, records_of_scan
+    from tests.unit.test_perfkit import DATA
+    from warehouse.rows import RowMapper
+
+    settings = embedded_settings(embedded_path, "perfkit_test")
+    ch, _ = migrate(settings)
+    mapper = RowMapper(settings)
+    options = Options(system="VMLINUX7", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
+    rows: dict[str, list] = {}
+    for name in ("fcx112_user.txt", "fcx225_syssumlog.txt", "fcx126_lpar.txt"):
+        for emitted in records_of_scan(scan_file(DATA / name), options):
+            for table, row in mapper.rows(settings.topic(emitted.topic_key).name, emitted.record):
+                rows.setdefault(table, []).append(row)
+    for table, batch in rows.items():
+        ch.insert(table, batch, column_names=mapper.columns[table])
+    a12 = ch.query(
+        "SELECT cpu, cpu_type, busy_pct, vmld_pct FROM lpar_cpus_v WHERE partition = 'A12' ORDER BY cpu"
+    ).result_rows
+    assert a12 == [(0, "CP", 33.0, 32.4), (1, "CP", 32.7, 32.1), (2, "CP", 36.0, 35.4), (3, "CP", 36.2, 35.6)]
+    guest = ch.query("SELECT tcpu_s, vcpu_s, share_absolute FROM zvm_guest_samples WHERE userid = 'PERFSVM'")
+    assert guest.result_rows == [(0.004, 0.004, True)]
+    assert ch.query("SELECT count(), max(paging_xstore_rate) FROM zvm_system_samples").result_rows == [(14, 317.1)]

@@ -19,7 +19,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 /**
  * Tumbling event-time windows per host and source stream ({@link PerStreamWindows}):
  * cpu-samples -> steal_pct, physc, entc_pct; hpm-samples -> slb/dslb/islb/ierat miss rates, cpi,
- * mips; both -> derived-metrics topic.
+ * mips; net-port-samples -> lacp hash skew; zvm-guest/system-samples -> tv_ratio, cp_overhead_pct
+ * and system busy, capture ratio, eligible list, paging; all -> derived-metrics topic.
  */
 public final class CpuWindowJob {
   private CpuWindowJob() {}
@@ -56,6 +57,20 @@ public final class CpuWindowJob {
               .name("port-deltas");
       metrics = metrics.union(
           windows(o, deltas, PortDelta.class, LacpWindowAccumulator.class, LacpWindowAccumulator::new, "lacp"));
+    }
+
+    double floor = o.tvMinVirtualS;
+    if (!o.zvmGuestTopic.isEmpty()) {
+      metrics = metrics.union(
+          windows(o, source(env, o, o.zvmGuestTopic, "zvm_guest_sample.avsc", ZvmCpuSample.class,
+                  ZvmCpuSample::fromGuestAvro),
+              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-guest"));
+    }
+    if (!o.zvmSystemTopic.isEmpty()) {
+      metrics = metrics.union(
+          windows(o, source(env, o, o.zvmSystemTopic, "zvm_system_sample.avsc", ZvmCpuSample.class,
+                  ZvmCpuSample::fromSystemAvro),
+              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-system"));
     }
 
     KafkaSink<DerivedMetric> sink =

@@ -17,6 +17,11 @@ public final class JobOptions {
   public final String hpmTopic;
   /** per-port network counters (LACP hash skew); empty: not consumed. */
   public final String portTopic;
+  /** z/VM guest and z/VM system samples (T/V, CP overhead); empty: not consumed. */
+  public final String zvmGuestTopic;
+  public final String zvmSystemTopic;
+  /** No T/V below this many virtual CPU seconds in a window. */
+  public final double tvMinVirtualS;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -32,6 +37,9 @@ public final class JobOptions {
     sinkTopic = required(m, "sink-topic");
     hpmTopic = m.getOrDefault("hpm-topic", "");
     portTopic = m.getOrDefault("port-topic", "");
+    zvmGuestTopic = m.getOrDefault("zvm-guest-topic", "");
+    zvmSystemTopic = m.getOrDefault("zvm-system-topic", "");
+    tvMinVirtualS = Double.parseDouble(m.getOrDefault("tv-min-virtual-seconds", "0.01"));
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -64,6 +72,7 @@ public final class JobOptions {
 
   private static String usage() {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T] [--port-topic T]"
+        + " [--zvm-guest-topic T] [--zvm-system-topic T] [--tv-min-virtual-seconds 0.01]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }
