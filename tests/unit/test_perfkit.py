@@ -226,3 +226,19 @@ def test_unknown_level_and_unknown_report() -> None:
     scan = scan_lines("f.txt", text.splitlines(keepends=True))
     assert scan.unknown_reports == {"FCX999": 1}
     assert not scan.tables and "FCX225 header lacks 'PGIN+ PGOUT'" in scan.problems[0].message
+
+
+def test_monitor_counter_deltas_match_the_toolkit_times() -> None:
+    from ingest.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
+
+    def units(seconds: float) -> int:
+        return round(seconds * 1e6) << 12
+
+    deltas = GuestCpuDeltas()
+    base = GuestCpuCounters("MON", "LNKDB2", 0, units(100.0), units(90.0), "m:1")
+    assert list(deltas.feed(base)) == []  # the first sample only sets the base
+    (e,) = deltas.feed(GuestCpuCounters("MON", "LNKDB2", 60_000, units(100.823), units(90.818), "m:2"))
+    assert (e.record["tcpu_s"], e.record["vcpu_s"], e.record["interval_s"]) == (0.823, 0.818, 60.0)
+    # logoff/logon inside the next interval: counters restart from zero
+    (e,) = deltas.feed(GuestCpuCounters("MON", "LNKDB2", 120_000, units(0.012), units(0.011), "m:3"))
+    assert (e.record["tcpu_s"], e.record["vcpu_s"], deltas.resets) == (0.012, 0.011, 1)
