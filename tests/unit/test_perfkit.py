@@ -71,7 +71,13 @@ FCX126_FIG85 = {
         [(0, "CP", 0.0, 0.0), (1, "CP", 0.0, 0.0), (2, "CP", 0.0, 0.0), (3, "CP", 0.0, 0.0)]
         + [(4, "ZIIP", 0.0, 0.0), (5, "ZAAP", 0.0, 0.0)],
     ),
-    "A12": (4, 10, False, 5.7, [(0, "CP", 33.0, 0.5), (1, "CP", 32.7, 0.4), (2, "CP", 36.0, 0.4), (3, "CP", 36.2, 0.5)]),
+    "A12": (
+        4,
+        10,
+        False,
+        5.7,
+        [(0, "CP", 33.0, 0.5), (1, "CP", 32.7, 0.4), (2, "CP", 36.0, 0.4), (3, "CP", 36.2, 0.5)],
+    ),
     "A13": (2, 10, False, 0.3, [(0, "CP", 5.5, 0.1), (1, "CP", 1.2, 0.1)]),
 }
 
@@ -124,7 +130,8 @@ def test_fcx112_every_row(variant) -> None:  # noqa: ANN001
 def test_fcx112_row_that_lost_cells_is_not_guessed() -> None:
     # DTCVSW1 prints 8 of the 10 values before its status: the CPU columns are still certain,
     # which two I/O columns went missing is not, so those stay empty
-    reading = align(tokens_of("DTCVSW1\t.00\t.000\t.0000\t.0\t.0\t.0\t.0\t.0\tESA,---,DORM\t1\t1\t0\t.00\t.0\t100"), FCX112.columns)
+    row = "DTCVSW1\t.00\t.000\t.0000\t.0\t.0\t.0\t.0\t.0\tESA,---,DORM\t1\t1\t0\t.00\t.0\t100"
+    reading = align(tokens_of(row), FCX112.columns)
     assert reading is not None
     assert (reading.values["tcpu_s"], reading.values["vcpu_s"]) == (0.0, 0.0)
     assert reading.values["virtual_io_rate"] is None and "virtual_io_rate" in reading.ambiguous
@@ -151,7 +158,8 @@ def test_fcx162_without_date_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize("variant", [lambda t: t, _collapsed], ids=["tabs", "collapsed"])
 def test_fcx225_every_row(variant) -> None:  # noqa: ANN001
-    records = _records("fcx225_syssumlog.txt", variant(_text("fcx225_syssumlog.txt")), day=date(2011, 9, 21), system="ZVM1")
+    text = variant(_text("fcx225_syssumlog.txt"))
+    records = _records("fcx225_syssumlog.txt", text, day=date(2011, 9, 21), system="ZVM1")
     systems = [e.record for e in records if e.topic_key == "zvm_system_samples"]
     got = [
         (
