@@ -85,6 +85,30 @@ public final class CpuWindowJob {
             .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
             .build();
     metrics.sinkTo(sink).name("derived-metrics");
+
+    if (!o.flagTopic.isEmpty()) {
+      FlagDetector detector = o.flagDetector();
+      DataStream<AnomalyFlag> flags =
+          metrics
+              .filter(m -> m.isFinal && detector.watches(m.metric))
+              .name("final-windows")
+              .keyBy(FlagFunction::key, Types.STRING)
+              .process(new FlagFunction(detector), TypeInformation.of(AnomalyFlag.class))
+              .name("flags");
+      flags.sinkTo(
+              KafkaSink.<AnomalyFlag>builder()
+                  .setBootstrapServers(o.bootstrap)
+                  .setRecordSerializer(
+                      KafkaRecordSerializationSchema.<AnomalyFlag>builder()
+                          .setTopic(o.flagTopic)
+                          .setKeySerializationSchema(
+                              f -> f.entityId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                          .setValueSerializationSchema(new AnomalyFlagSerializer(o.registryUrl, o.flagTopic + "-value"))
+                          .build())
+                  .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                  .build())
+          .name("anomaly-flags");
+    }
   }
 
   private static <T> DataStream<T> source(

@@ -22,6 +22,10 @@ public final class JobOptions {
   public final String zvmSystemTopic;
   /** No T/V below this many virtual CPU seconds in a window. */
   public final double tvMinVirtualS;
+  /** Anomaly flags: output topic (empty: no flags) and the rules file the CLI writes from config. */
+  public final String flagTopic;
+  public final String flagRules;
+  public final int flagMaxGapWindows;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -40,6 +44,9 @@ public final class JobOptions {
     zvmGuestTopic = m.getOrDefault("zvm-guest-topic", "");
     zvmSystemTopic = m.getOrDefault("zvm-system-topic", "");
     tvMinVirtualS = Double.parseDouble(m.getOrDefault("tv-min-virtual-seconds", "0.01"));
+    flagTopic = m.getOrDefault("flag-topic", "");
+    flagRules = m.getOrDefault("flag-rules", "");
+    flagMaxGapWindows = Integer.parseInt(m.getOrDefault("flag-max-gap-windows", "5"));
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -48,6 +55,17 @@ public final class JobOptions {
         Duration.ofSeconds(Long.parseLong(m.getOrDefault("checkpoint-interval-seconds", "10")));
     streamRetain = Duration.ofSeconds(Long.parseLong(m.getOrDefault("stream-retain-seconds", "1800")));
     restPort = Integer.parseInt(m.getOrDefault("rest-port", "0"));
+  }
+
+  /** The flag rules and baseline settings of --flag-rules. */
+  public FlagDetector flagDetector() {
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(flagRules))) {
+      p.load(r);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot read --flag-rules " + flagRules, e);
+    }
+    return new FlagDetector(FlagRule.fromProperties(p), BaselineSettings.fromProperties(p), flagMaxGapWindows);
   }
 
   public static JobOptions parse(String[] args) {
@@ -73,6 +91,7 @@ public final class JobOptions {
   private static String usage() {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T] [--port-topic T]"
         + " [--zvm-guest-topic T] [--zvm-system-topic T] [--tv-min-virtual-seconds 0.01]"
+        + " [--flag-topic T --flag-rules FILE.properties] [--flag-max-gap-windows 5]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }
