@@ -117,10 +117,11 @@ def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace, s: config.Settings) -> int:
-    from ingest.nmon.simulate import simulate
+    from ingest.nmon.simulate import Fault, simulate
 
     start = datetime.fromisoformat(args.start) if args.start else _default_start(args.hours)
-    files = simulate(Path(args.out), args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed)
+    faults = tuple(Fault.parse(text, start) for text in args.fault)
+    files = simulate(Path(args.out), args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed, faults)
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} nmon files ({size / 1e6:.1f} MB) for {args.hosts} hosts to {args.out}")
     return 0
@@ -433,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--interval", type=int, default=10, help="seconds between snapshots")
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("--start", help="ISO start time (default: now minus --hours)")
+    sim.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="HOST@MINUTE+MINUTES:steal=N|busy=N",
+        help="inject an anomaly, e.g. linux000@180+40:steal=30 (repeatable; for testing flags)",
+    )
 
     parse = add(
         "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"

@@ -72,6 +72,10 @@ class Settings:
         return _resolve(self.raw["cache"]["dir"])
 
     @property
+    def flag_rules(self) -> Path:
+        return _resolve(self.raw["flink"]["flag_rules"])
+
+    @property
     def bootstrap(self) -> str:
         return f"{self['kafka']['host']}:{self['kafka']['port']}"
 

@@ -28,6 +28,34 @@ class Host:
     steal_bias: float = 0.0
 
 
+@dataclass(frozen=True)
+class Fault:
+    """An injected anomaly: from `start` for `minutes`, the host's steal (Linux) or busy % is forced."""
+
+    host: str
+    start: datetime
+    minutes: float
+    steal: float | None = None
+    busy: float | None = None
+
+    def active(self, host: str, ts: datetime) -> bool:
+        return host == self.host and self.start <= ts < self.start + timedelta(minutes=self.minutes)
+
+    @classmethod
+    def parse(cls, text: str, fleet_start: datetime) -> Fault:
+        """'HOST@MINUTE+MINUTES:steal=30' or ':busy=95' (MINUTE from the fleet's start)."""
+        try:
+            where, what = text.split(":", 1)
+            host, span = where.split("@", 1)
+            first, length = span.split("+", 1)
+            key, value = what.split("=", 1)
+            if key not in ("steal", "busy"):
+                raise ValueError(key)
+            return cls(host, fleet_start + timedelta(minutes=float(first)), float(length), **{key: float(value)})
+        except ValueError as exc:
+            raise ValueError(f"fault {text!r}: expected HOST@MINUTE+MINUTES:steal=N or :busy=N") from exc
+
+
 def make_fleet(hosts: int, rng: random.Random) -> list[Host]:
     fleet = []
     for i in range(hosts):
@@ -94,9 +122,12 @@ def _header(h: Host, first: datetime, interval: int, count: int) -> list[str]:
     return lines
 
 
-def _snapshot(h: Host, tag: str, ts: datetime, rng: random.Random) -> list[str]:
+def _snapshot(h: Host, tag: str, ts: datetime, rng: random.Random, faults: tuple[Fault, ...] = ()) -> list[str]:
     hour = ts.hour + ts.minute / 60
     busy = h.base_busy * (0.6 + 0.4 * math.sin((hour - 8) / 24 * 2 * math.pi)) + rng.gauss(0, 4)
+    fault = next((f for f in faults if f.active(h.name, ts)), None)
+    if fault is not None and fault.busy is not None:
+        busy = fault.busy + rng.gauss(0, 1)
     busy = min(max(busy, 1.0), 99.0)
     user, sys_ = busy * 0.7, busy * 0.25
     wait = busy * 0.05
@@ -114,19 +145,41 @@ def _snapshot(h: Host, tag: str, ts: datetime, rng: random.Random) -> list[str]:
     else:
         episode = 1.0 if (ts.minute // 10) % 3 == 0 else 0.2
         steal = min(40.0, max(0.0, h.steal_bias * episode * 3 + rng.gauss(0, 0.3) * (h.steal_bias > 0)))
+        if fault is not None and fault.steal is not None:
+            steal = max(0.0, fault.steal + rng.gauss(0, 1))
         idle = max(0.0, 100 - user - sys_ - wait - steal)
         lines.append(f"CPU_ALL,{tag},{user:.1f},{sys_:.1f},{wait:.1f},{idle:.1f},{steal:.1f},,{h.cpus}")
     lines.append(f"MEM,{tag},{h.cpus * 4096:.1f},{rng.uniform(100, 2000):.1f}")
     return lines
 
 
-def simulate(out_dir: Path, hosts: int, start: datetime, duration: timedelta, interval: int, seed: int) -> list[Path]:
+def simulate(
+    out_dir: Path,
+    hosts: int,
+    start: datetime,
+    duration: timedelta,
+    interval: int,
+    seed: int,
+    faults: tuple[Fault, ...] = (),
+) -> list[Path]:
     """Writes the files and returns their paths. Same arguments, same bytes."""
     rng = random.Random(seed)
+    return write_fleet(out_dir, make_fleet(hosts, rng), start, duration, interval, rng, faults)
+
+
+def write_fleet(
+    out_dir: Path,
+    fleet: list[Host],
+    start: datetime,
+    duration: timedelta,
+    interval: int,
+    rng: random.Random,
+    faults: tuple[Fault, ...] = (),
+) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     end = start + duration
-    for host in make_fleet(hosts, rng):
+    for host in fleet:
         day_start = start
         while day_start < end:
             day_end = min(end, datetime.combine(day_start.date() + timedelta(days=1), datetime.min.time()))
@@ -136,7 +189,7 @@ def simulate(out_dir: Path, hosts: int, start: datetime, duration: timedelta, in
             stamps = [day_start + timedelta(seconds=interval * (n + 1)) for n in range(count)]
             lines = _header(host, day_start, interval, count)
             for n, ts in enumerate(stamps, start=1):
-                lines += _snapshot(host, f"T{n:04d}", ts, rng)
+                lines += _snapshot(host, f"T{n:04d}", ts, rng, faults)
             path = out_dir / f"{host.name}_{day_start:%y%m%d_%H%M}.nmon"
             path.write_text("\n".join(lines) + "\n")
             written.append(path)

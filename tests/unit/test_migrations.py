@@ -31,6 +31,7 @@ def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
         "hpm_rates",
         "link_aggregation_members",
         "lpar_cpus_v",
+        "incidents",
     ):
         ch.query(f"SELECT * FROM {view} LIMIT 1")
 

@@ -14,7 +14,7 @@ import java.util.Locale;
  * {@code maxGapWindows} windows without data also end a streak: sustained means seen sustained.
  * Pure logic; {@link FlagFunction} keeps the state in Flink.
  */
-public final class FlagDetector {
+public final class FlagDetector implements java.io.Serializable {
   public static final String BASELINE = "baseline";
 
   /** Everything kept per entity and metric. */

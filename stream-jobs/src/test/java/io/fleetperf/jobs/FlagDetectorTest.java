@@ -151,4 +151,17 @@ class FlagDetectorTest {
     assertEquals(1, d.evaluate(s, window("e", "slb_miss_rate", 0, 2.0), 2).size());
     assertTrue(d.evaluate(s, window("e", "slb_miss_rate", 0, 2.0), 3).isEmpty());
   }
+
+  @Test
+  void jobGraphWithFlagsBuilds() {
+    // every function Flink ships to the task managers must serialize: building the graph checks it
+    JobOptions o = JobOptions.parse(new String[] {
+        "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--source-topic", "c", "--sink-topic", "d",
+        "--hpm-topic", "h", "--port-topic", "p", "--zvm-guest-topic", "g", "--zvm-system-topic", "s",
+        "--flag-topic", "f", "--flag-rules", REPO.resolve("config/flag-rules.properties").toString()});
+    org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
+        org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.getExecutionEnvironment();
+    CpuWindowJob.build(env, o);
+    assertTrue(env.getStreamGraph().getStreamNodes().size() > 10);
+  }
 }
