@@ -32,8 +32,10 @@ public class CounterDeltas extends KeyedProcessFunction<String, PortCounters, Po
     if (before == null) {
       return;
     }
-    out.collect(new PortDelta(now.hostId, now.hostname, now.aggregation, now.adapter, now.ts,
-        delta(before.txPackets, now.txPackets), delta(before.rxPackets, now.rxPackets)));
+    PortDelta d = new PortDelta(now.hostId, now.hostname, now.aggregation, now.adapter, now.ts,
+        delta(before.txPackets, now.txPackets), delta(before.rxPackets, now.rxPackets));
+    d.inSync = now.inSync;
+    out.collect(d);
   }
 
   static long delta(long before, long now) {

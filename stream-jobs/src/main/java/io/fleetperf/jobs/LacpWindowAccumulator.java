@@ -14,6 +14,8 @@ import java.util.Map;
  *   <li>lacp_hash_skew_tx / _rx = max share × N ports (1.0 = perfectly even, N = all on one port)
  *   <li>lacp_cv_tx / _rx = coefficient of variation of the per-port packets
  *   <li>lacp_active_ports = ports that moved packets in either direction
+ *   <li>lacp_ports_out_of_sync = member ports whose LACP state was not Aggregated / IN_SYNC at any
+ *       sample of the window (seed 000 L12817: anything else is a failure); only when reported
  * </ul>
  */
 public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
@@ -22,6 +24,7 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
   public int samples;
   public Map<String, Long> tx = new HashMap<>();
   public Map<String, Long> rx = new HashMap<>();
+  public Map<String, Boolean> inSync = new HashMap<>();
 
   @Override
   public void add(PortDelta d) {
@@ -30,6 +33,9 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
     samples++;
     tx.merge(d.adapter, d.tx, Long::sum);
     rx.merge(d.adapter, d.rx, Long::sum);
+    if (d.inSync != null) {
+      inSync.merge(d.adapter, d.inSync, Boolean::logicalAnd);
+    }
   }
 
   @Override
@@ -45,6 +51,10 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
     if (!out.isEmpty()) {
       long active = tx.keySet().stream().filter(p -> tx.get(p) + rx.getOrDefault(p, 0L) > 0).count();
       out.add(metric("lacp_active_ports", active, start, end, isFinal, emittedAt));
+    }
+    if (!inSync.isEmpty()) {
+      long bad = inSync.values().stream().filter(ok -> !ok).count();
+      out.add(metric("lacp_ports_out_of_sync", bad, start, end, isFinal, emittedAt));
     }
     return out;
   }

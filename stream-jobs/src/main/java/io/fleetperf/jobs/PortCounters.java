@@ -11,6 +11,9 @@ public class PortCounters {
   public long ts;
   public Long txPackets;
   public Long rxPackets;
+  /** LACP state of the member port: false when Actor or Partner is not IN_SYNC or the aggregation is
+   * not Aggregated (seed 000 L12817); null when the source does not report it. */
+  public Boolean inSync;
 
   public PortCounters() {}
 
@@ -30,7 +33,18 @@ public class PortCounters {
         r.get("host_id").toString(), agg == null ? null : agg.toString(), r.get("adapter").toString(),
         (Long) r.get("ts"), (Long) r.get("tx_packets"), (Long) r.get("rx_packets"));
     p.hostname = r.get("hostname").toString();
+    p.inSync = inSync(r.get("actor_sync"), r.get("partner_sync"), r.get("aggregation_status"));
     return p;
+  }
+
+  static Boolean inSync(Object actor, Object partner, Object status) {
+    if (actor == null && partner == null && status == null) {
+      return null;
+    }
+    boolean ok = actor == null || "IN_SYNC".equals(actor.toString());
+    ok &= partner == null || "IN_SYNC".equals(partner.toString());
+    ok &= status == null || "Aggregated".equals(status.toString());
+    return ok;
   }
 
   /** Deltas are per port; the port's counters are its own stream. */

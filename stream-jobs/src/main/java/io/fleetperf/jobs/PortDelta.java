@@ -6,6 +6,8 @@ public class PortDelta extends BaseSample {
   public String adapter;
   public long tx;
   public long rx;
+  /** The port's LACP state at this sample (see PortCounters#inSync). */
+  public Boolean inSync;
 
   public PortDelta() {}
 

@@ -35,6 +35,22 @@ class LacpTest {
   }
 
   @Test
+  void portOutOfSyncIsCounted() {
+    LacpWindowAccumulator acc = new LacpWindowAccumulator();
+    PortDelta ok = new PortDelta("vios", "vios", "ent8", "ent0", 0, 10, 10);
+    ok.inSync = true;
+    PortDelta bad = new PortDelta("vios", "vios", "ent8", "ent1", 0, 0, 0);
+    bad.inSync = PortCounters.inSync("IN_SYNC", "OUT_OF_SYNC", null);
+    acc.add(ok);
+    acc.add(bad);
+    java.util.Map<String, Double> m = new java.util.HashMap<>();
+    acc.metrics(0, 60_000, true, 1).forEach(x -> m.put(x.metric, x.value));
+    org.junit.jupiter.api.Assertions.assertEquals(1.0, m.get("lacp_ports_out_of_sync"));
+    org.junit.jupiter.api.Assertions.assertEquals(false, PortCounters.inSync(null, null, "Not Aggregated"));
+    org.junit.jupiter.api.Assertions.assertNull(PortCounters.inSync(null, null, null));
+  }
+
+  @Test
   void evenTrafficIsOneAndSilenceIsNoMetric() {
     assertEquals(1.0, LacpWindowAccumulator.skew(Map.of("a", 5L, "b", 5L))[0], 1e-12);
     assertEquals(0.0, LacpWindowAccumulator.skew(Map.of("a", 5L, "b", 5L))[1], 1e-12);
