@@ -358,10 +358,12 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
     from stack import install
 
     install.install_all(s)
+    install.browser()
     # pytest runs last so that its summary is the closing line of the run
     steps = [
         ("ruff", [sys.executable, "-m", "ruff", "check", "."], REPO_ROOT),
         ("ruff format", [sys.executable, "-m", "ruff", "format", "--check", "."], REPO_ROOT),
+        ("dashboards bundle = spec", [sys.executable, "dashboards/build.py", "--check"], REPO_ROOT),
         ("JUnit (stream-jobs)", ["mvn", "-B", "-ntp", "test"], REPO_ROOT / "stream-jobs"),
         ("pytest (unit + end-to-end)", [sys.executable, "-m", "pytest", *args.pytest_args], REPO_ROOT),
     ]

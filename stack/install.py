@@ -80,3 +80,28 @@ def install_all(settings: Settings) -> None:
     kafka_libs(settings)
     registry_jar(settings)
     job_jar()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def browser() -> tuple[Path, Path]:
+    """Debian's Chromium and ChromeDriver for the dashboard tests; installed with apt when missing
+    (as root, the machines this project targets); elsewhere a clear message."""
+    if CHROMIUM.exists() and CHROMEDRIVER.exists():
+        return CHROMIUM, CHROMEDRIVER
+    import os
+    import shutil
+
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError("the dashboard tests need Chromium: apt-get install chromium chromium-driver")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
+    ):
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return CHROMIUM, CHROMEDRIVER

@@ -1,0 +1,538 @@
+"""The dashboards, compactly: datasets (warehouse views), charts and dashboard layouts.
+
+`python dashboards/build.py` turns this into the Superset import bundle in dashboards/bundle/
+(YAML, stable UUIDs derived from the names); the warehouse start imports that bundle. Charts over
+long ranges read the hourly/daily rollup views (sql/008_dashboard_views.sql).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# ---------------------------------------------------------------- datasets
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str  # the warehouse view
+    time_column: str | None
+    columns: tuple[tuple[str, str], ...]  # (name, ClickHouse type)
+    description: str = ""
+
+
+_PLACE = (("entity_id", "String"), ("entity_name", "String"), ("platform", "String"), ("site", "String"))
+DATASETS = {
+    d.name: d
+    for d in (
+        Dataset(
+            "entity_hourly",
+            "hour",
+            (
+                ("hour", "DateTime"),
+                *_PLACE,
+                ("frame", "String"),
+                ("metric", "String"),
+                ("avg_value", "Float64"),
+                ("min_value", "Float64"),
+                ("max_value", "Float64"),
+                ("p95_value", "Float64"),
+                ("windows", "UInt64"),
+            ),
+            "Hourly rollup of every derived metric with the entity's platform, site and frame.",
+        ),
+        Dataset(
+            "incident_metrics_hourly",
+            "hour",
+            (
+                ("hour", "DateTime"),
+                *_PLACE,
+                ("frame", "String"),
+                ("metric", "String"),
+                ("avg_value", "Float64"),
+                ("max_value", "Float64"),
+            ),
+            "entity_hourly of the entities and metrics that have incidents.",
+        ),
+        Dataset(
+            "entity_daily",
+            "day",
+            (
+                ("day", "Date"),
+                *_PLACE,
+                ("frame", "String"),
+                ("metric", "String"),
+                ("avg_value", "Float64"),
+                ("max_value", "Float64"),
+                ("p95_value", "Float64"),
+            ),
+            "Daily rollup of every derived metric (capacity over months and years).",
+        ),
+        Dataset(
+            "fleet_entities",
+            "last_day",
+            (*_PLACE, ("frame", "String"), ("first_day", "Date"), ("last_day", "Date")),
+            "Every entity with metrics and its place in the fleet.",
+        ),
+        Dataset(
+            "incidents",
+            "started",
+            (
+                ("incident_id", "String"),
+                ("entity_id", "String"),
+                ("entity_name", "String"),
+                ("metric", "String"),
+                ("rule", "String"),
+                ("kind", "String"),
+                ("severity", "String"),
+                ("started", "DateTime64(3, 'UTC')"),
+                ("last_window_end", "DateTime64(3, 'UTC')"),
+                ("ended", "Nullable(DateTime64(3, 'UTC'))"),
+                ("is_open", "Bool"),
+                ("windows", "UInt64"),
+                ("peak", "Float64"),
+                ("threshold", "Nullable(Float64)"),
+                ("explanation", "String"),
+            ),
+            "Anomaly incidents: consecutive flagged windows of one entity, metric and rule.",
+        ),
+        Dataset(
+            "frame_daily_physc",
+            "day",
+            (
+                ("frame", "String"),
+                ("day", "Date"),
+                ("physc_p95_sum", "Float64"),
+                ("physc_avg_sum", "Float64"),
+                ("lpars", "UInt64"),
+            ),
+            "Processors used per frame and day: sum over its LPARs of the daily p95 and mean physc.",
+        ),
+        Dataset(
+            "capacity_forecast_series",
+            "day",
+            (
+                ("frame", "String"),
+                ("day", "Date"),
+                ("actual", "Nullable(Float64)"),
+                ("trend", "Nullable(Float64)"),
+                ("lower", "Nullable(Float64)"),
+                ("upper", "Nullable(Float64)"),
+            ),
+            "Daily stacked p95 physc per frame, the fitted linear trend and its ±2σ band, 90 days ahead.",
+        ),
+        Dataset(
+            "capacity_forecast",
+            "last_day",
+            (
+                ("frame", "String"),
+                ("days", "UInt64"),
+                ("last_day", "Date"),
+                ("slope_per_day", "Float64"),
+                ("residual_sd", "Float64"),
+                ("last_peak", "Float64"),
+                ("pool_cpus", "Nullable(Float64)"),
+                ("headroom_cpus", "Nullable(Float64)"),
+                ("days_to_exhaustion", "Nullable(Float64)"),
+                ("exhaustion_date", "Nullable(Date)"),
+            ),
+            "Per frame: trend of daily peaks, headroom to the shared pool and projected exhaustion.",
+        ),
+        Dataset(
+            "lpar_sizing",
+            "last_hour",
+            (
+                ("entity_id", "String"),
+                ("entity_name", "String"),
+                ("frame", "String"),
+                ("entitled", "String"),
+                ("peak_hour_physc", "Float64"),
+                ("peak_physc", "Float64"),
+                ("vps_needed", "Float64"),
+                ("mean_physc", "Float64"),
+                ("first_hour", "DateTime"),
+                ("last_hour", "DateTime"),
+            ),
+            "Entitlement sizing: EC ~ mean physc of the peak hour, VPs ~ peak physc (seed 000 L2264, L2309).",
+        ),
+        Dataset(
+            "lpar_cpus_v",
+            "ts",
+            (
+                ("lpar_id", "String"),
+                ("cpc", "String"),
+                ("partition", "String"),
+                ("ts", "DateTime64(3, 'UTC')"),
+                ("dedicated", "Bool"),
+                ("weight", "Nullable(Int32)"),
+                ("cpu", "Int32"),
+                ("cpu_type", "Nullable(String)"),
+                ("busy_pct", "Nullable(Float64)"),
+                ("ovhd_pct", "Nullable(Float64)"),
+            ),
+            "Logical processors of the CPC's partitions (FCX126).",
+        ),
+        Dataset(
+            "aggregation_port_share",
+            "last_sample",
+            (
+                ("host_id", "String"),
+                ("hostname", "String"),
+                ("aggregation", "Nullable(String)"),
+                ("adapter", "String"),
+                ("tx_moved", "Int64"),
+                ("rx_moved", "Int64"),
+                ("last_sample", "DateTime64(3, 'UTC')"),
+                ("actor_sync", "String"),
+                ("partner_sync", "String"),
+            ),
+            "Packets each member port moved over its sample history, and its latest LACP state.",
+        ),
+        Dataset(
+            "host_cpu_minute",
+            "minute",
+            (
+                ("minute", "DateTime64(3, 'UTC')"),
+                ("host_id", "String"),
+                ("hostname", "String"),
+                ("steal_pct", "Float64"),
+                ("entc_pct", "Float64"),
+                ("physc", "Float64"),
+                ("has_steal", "Bool"),
+                ("has_entc", "Bool"),
+            ),
+            "Per host and minute: steal %, entc %, physc (1-minute rows: for short ranges only).",
+        ),
+    )
+}
+
+# ---------------------------------------------------------------- charts
+
+
+def sql_metric(expression: str, label: str) -> dict[str, Any]:
+    return {"expressionType": "SQL", "sqlExpression": expression, "label": label, "hasCustomLabel": True}
+
+
+def where(expression: str) -> dict[str, Any]:
+    return {"clause": "WHERE", "expressionType": "SQL", "sqlExpression": expression}
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str
+    title: str
+    viz: str  # line, area, bar, table, big_number, pie
+    dataset: str
+    metrics: tuple[dict[str, Any], ...] = ()
+    groupby: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()  # raw table
+    order_by: str | None = None  # raw table: column, descending
+    description: str = ""
+    y_format: str = ",.2f"
+    row_limit: int = 10000
+    extra: dict[str, Any] = field(default_factory=dict)
+    # False: the dashboard's time range does not apply (the forecast reaches into the future)
+    time_filtered: bool = True
+
+
+_METRIC_IN = "metric IN ({})"
+
+
+def _in(*names: str) -> str:
+    return _METRIC_IN.format(", ".join(f"'{n}'" for n in names))
+
+
+CHARTS = {
+    c.key: c
+    for c in (
+        # fleet overview
+        Chart("entities", "Entities reporting", "big_number", "fleet_entities", (sql_metric("count()", "entities"),)),
+        Chart(
+            "by_platform",
+            "Entities by platform",
+            "pie",
+            "fleet_entities",
+            (sql_metric("count()", "entities"),),
+            ("platform",),
+        ),
+        Chart(
+            "fleet_trend",
+            "Fleet utilisation trend (hourly means)",
+            "line",
+            "entity_hourly",
+            (sql_metric("avg(avg_value)", "mean"),),
+            ("metric",),
+            (_in("steal_pct", "entc_pct", "busy_pct"),),
+            description="Mean over entities of the hourly mean: steal %, entitlement consumed %, z/VM busy %.",
+        ),
+        Chart(
+            "top_offenders",
+            "Top offenders (hourly p95)",
+            "table",
+            "entity_hourly",
+            (sql_metric("max(p95_value)", "worst hourly p95"),),
+            ("entity_name", "metric"),
+            (_in("steal_pct", "tv_ratio", "slb_miss_rate", "lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
+            row_limit=25,
+        ),
+        Chart(
+            "open_incidents",
+            "Open incidents",
+            "table",
+            "incidents",
+            columns=("entity_name", "metric", "rule", "severity", "started", "peak", "explanation"),
+            filters=("is_open",),
+            order_by="started",
+            row_limit=200,
+        ),
+        # capacity
+        Chart(
+            "frame_stacked",
+            "Processors used per frame (stacked daily p95 of its LPARs)",
+            "area",
+            "entity_daily",
+            (sql_metric("sum(p95_value)", "physc p95"),),
+            ("entity_name",),
+            ("metric = 'physc'",),
+            description="Cumulative utilisation: each LPAR's daily p95 physc, stacked (seed 004 L4393-4395).",
+            extra={"stack": "Stack"},
+        ),
+        Chart(
+            "forecast",
+            "Capacity forecast: daily peak, linear trend and ±2σ band",
+            "line",
+            "capacity_forecast_series",
+            (
+                sql_metric("max(actual)", "daily peak"),
+                sql_metric("max(trend)", "trend"),
+                sql_metric("max(lower)", "lower (−2σ)"),
+                sql_metric("max(upper)", "upper (+2σ)"),
+            ),
+            description="docs/capacity.md: least squares on 180 days of daily stacked p95 physc.",
+            time_filtered=False,
+        ),
+        Chart(
+            "headroom",
+            "Headroom and projected exhaustion per frame",
+            "table",
+            "capacity_forecast",
+            columns=(
+                "frame",
+                "days",
+                "last_peak",
+                "pool_cpus",
+                "headroom_cpus",
+                "slope_per_day",
+                "residual_sd",
+                "exhaustion_date",
+            ),
+            order_by="last_peak",
+        ),
+        Chart(
+            "sizing",
+            "LPAR entitlement vs peak-hour physc",
+            "table",
+            "lpar_sizing",
+            columns=("entity_name", "frame", "entitled", "peak_hour_physc", "peak_physc", "vps_needed", "mean_physc"),
+            order_by="peak_hour_physc",
+        ),
+        # z/VM
+        Chart(
+            "tv_guests",
+            "T/V ratio by guest and system",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "T/V"),),
+            ("entity_name",),
+            ("metric = 'tv_ratio'",),
+        ),
+        Chart(
+            "cp_overhead",
+            "CP overhead % by guest and system",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "CP overhead %"),),
+            ("entity_name",),
+            ("metric = 'cp_overhead_pct'",),
+        ),
+        Chart(
+            "zvm_system",
+            "z/VM systems: busy %, eligible list, paging",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "value"),),
+            ("entity_name", "metric"),
+            (_in("busy_pct", "users_in_elist", "paging_xstore_rate", "paging_dasd_rate"),),
+        ),
+        Chart(
+            "cpc_partitions",
+            "CPC partitions: mean %Busy per logical CPU (FCX126)",
+            "table",
+            "lpar_cpus_v",
+            (sql_metric("avg(busy_pct)", "mean %Busy"), sql_metric("count(DISTINCT cpu)", "logical CPUs")),
+            ("cpc", "partition", "cpu_type"),
+        ),
+        # POWER
+        Chart(
+            "entc",
+            "Entitlement consumed % by LPAR",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "entc %"),),
+            ("entity_name",),
+            ("metric = 'entc_pct'",),
+        ),
+        Chart(
+            "physc",
+            "Physical processors consumed by LPAR",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "physc"),),
+            ("entity_name",),
+            ("metric = 'physc'",),
+        ),
+        Chart(
+            "slb",
+            "SLB / ERAT miss rate (% of instructions)",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(avg_value)", "% per instruction"),),
+            ("entity_name", "metric"),
+            (_in("slb_miss_rate", "ierat_miss_rate"),),
+            y_format=",.3f",
+        ),
+        # network
+        Chart(
+            "lacp_skew",
+            "LACP hash skew per aggregation (max share × ports)",
+            "line",
+            "entity_hourly",
+            (sql_metric("max(max_value)", "skew"),),
+            ("entity_name", "metric"),
+            (_in("lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
+        ),
+        Chart(
+            "port_shares",
+            "Member port shares of transmitted packets",
+            "table",
+            "aggregation_port_share",
+            (
+                sql_metric("sum(tx_moved)", "tx packets"),
+                sql_metric("sum(rx_moved)", "rx packets"),
+            ),
+            ("hostname", "aggregation", "adapter", "actor_sync", "partner_sync"),
+        ),
+        # anomalies
+        Chart(
+            "incident_timeline",
+            "Incidents started per hour, by rule",
+            "bar",
+            "incidents",
+            (sql_metric("count()", "incidents"),),
+            ("rule",),
+            extra={"time_grain_sqla": "PT1H", "stack": "Stack"},
+        ),
+        Chart(
+            "incident_list",
+            "Incidents (click a row to filter the entity's metrics)",
+            "table",
+            "incidents",
+            (sql_metric("max(peak)", "peak"), sql_metric("sum(windows)", "windows")),
+            ("entity_name", "metric", "rule", "severity", "started", "ended", "explanation"),
+            row_limit=500,
+        ),
+        Chart(
+            "incident_entity",
+            "Metrics of the entities with incidents (hourly max)",
+            "line",
+            "incident_metrics_hourly",
+            (sql_metric("max(max_value)", "hourly max"),),
+            ("entity_name", "metric"),
+        ),
+        # host drill-down
+        Chart(
+            "host_metrics",
+            "Metrics of the selected entities (hourly mean)",
+            "line",
+            "entity_hourly",
+            (sql_metric("avg(avg_value)", "mean"),),
+            ("entity_name", "metric"),
+        ),
+        Chart(
+            "host_minutes",
+            "CPU steal % and entc % per minute (short ranges)",
+            "line",
+            "host_cpu_minute",
+            (sql_metric("max(steal_pct)", "steal %"), sql_metric("max(entc_pct)", "entc %")),
+            ("hostname",),
+            extra={"time_grain_sqla": "PT1M"},
+        ),
+        Chart(
+            "host_incidents",
+            "Incidents of the selected entities",
+            "table",
+            "incidents",
+            columns=("entity_name", "metric", "rule", "started", "ended", "peak", "explanation"),
+            order_by="started",
+        ),
+    )
+}
+
+# ---------------------------------------------------------------- dashboards
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    slug: str
+    title: str
+    rows: tuple[tuple[str, ...], ...]  # chart keys per row (widths split the 12 columns)
+    # Superset's "Last week" ends at midnight; these include today
+    time_range: str = "7 days ago : now"
+    select_filters: tuple[tuple[str, str, str], ...] = ()  # (label, dataset, column)
+    description: str = ""
+
+
+_HOST_FILTERS = (
+    ("Site", "entity_hourly", "site"),
+    ("Frame / CPC / z/VM system", "entity_hourly", "frame"),
+    ("Platform", "entity_hourly", "platform"),
+    ("Entity", "entity_hourly", "entity_name"),
+)
+
+DASHBOARDS = (
+    Dashboard(
+        "fleet-overview",
+        "Fleet overview",
+        (("entities", "by_platform", "fleet_trend"), ("top_offenders", "open_incidents")),
+        select_filters=_HOST_FILTERS[:3],
+    ),
+    Dashboard(
+        "capacity",
+        "Capacity",
+        (("frame_stacked", "forecast"), ("headroom", "sizing")),
+        time_range="365 days ago : now",
+        select_filters=(("Frame", "entity_daily", "frame"),),
+    ),
+    Dashboard(
+        "zvm",
+        "z/VM",
+        (("tv_guests", "cp_overhead"), ("zvm_system", "cpc_partitions")),
+        select_filters=_HOST_FILTERS[1:2],
+    ),
+    Dashboard("power", "POWER", (("entc", "physc"), ("slb",)), select_filters=_HOST_FILTERS[1:2]),
+    Dashboard("network", "Network", (("lacp_skew", "port_shares"),)),
+    Dashboard(
+        "anomalies",
+        "Anomalies",
+        (("incident_timeline",), ("incident_list",), ("incident_entity",)),
+        select_filters=(("Rule", "incidents", "rule"), ("Severity", "incidents", "severity")),
+    ),
+    Dashboard(
+        "host-drilldown",
+        "Host drill-down",
+        (("host_metrics",), ("host_minutes", "host_incidents")),
+        time_range="1 days ago : now",
+        select_filters=_HOST_FILTERS,
+    ),
+)
