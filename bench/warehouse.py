@@ -37,7 +37,7 @@ def cookbook() -> dict[str, str]:
     return {f"cookbook {n}. {title}": sql for n, (title, sql) in queries().items()}
 
 
-def generate(ch, hosts: int, days: int) -> float:  # noqa: ANN001
+def generate(ch, hosts: int, days: int, start: str = "2026-01-01 00:00:00") -> float:  # noqa: ANN001
     """derived_metrics for the fleet: every third host an AIX LPAR (physc, entc_pct), others Linux (steal_pct)."""
     minutes = days * 1440
     t0 = time.monotonic()
@@ -49,7 +49,7 @@ def generate(ch, hosts: int, days: int) -> float:  # noqa: ANN001
                                          is_final, emitted_at)
             SELECT concat('host', leftPad(toString(h), 4, '0')) AS id, id,
                    arrayJoin(if(h % 3 = 2, ['physc', 'entc_pct'], ['steal_pct'])) AS metric,
-                   toDateTime64('2026-01-01 00:00:00', 3, 'UTC') + toIntervalMinute(m) AS ws,
+                   toDateTime64('{start}', 3, 'UTC') + toIntervalMinute(m) AS ws,
                    ws + toIntervalMinute(1),
                    multiIf(metric = 'steal_pct',
                            greatest(0, 3 + 4 * sin(m / 240.0 + h) + (cityHash64(h, m) % 100) / 50.0),

@@ -144,8 +144,15 @@ def chart_params(c: Chart) -> dict[str, Any]:
             "rich_tooltip": True,
             "y_axis_format": c.y_format,
             "series_limit": 50,
+            # a short history is a few points: draw them
+            "markerEnabled": True,
+            "markerSize": 4,
         }
-    elif c.viz == "table" and c.columns:
+    if c.viz == "table":
+        floats = [n for n, t in d.columns if "Float" in t and (n in c.columns or n in c.groupby)]
+        floats += [m["label"] for m in c.metrics]
+        p["column_config"] = {name: {"d3NumberFormat": c.y_format} for name in floats}
+    if c.viz == "table" and c.columns:
         p |= {
             "query_mode": "raw",
             "all_columns": list(c.columns),

@@ -58,7 +58,7 @@ DATASETS = {
             "entity_daily",
             "day",
             (
-                ("day", "Date"),
+                ("day", "DateTime('UTC')"),
                 *_PLACE,
                 ("frame", "String"),
                 ("metric", "String"),
@@ -71,7 +71,7 @@ DATASETS = {
         Dataset(
             "fleet_entities",
             "last_day",
-            (*_PLACE, ("frame", "String"), ("first_day", "Date"), ("last_day", "Date")),
+            (*_PLACE, ("frame", "String"), ("first_day", "DateTime('UTC')"), ("last_day", "DateTime('UTC')")),
             "Every entity with metrics and its place in the fleet.",
         ),
         Dataset(
@@ -101,7 +101,7 @@ DATASETS = {
             "day",
             (
                 ("frame", "String"),
-                ("day", "Date"),
+                ("day", "DateTime('UTC')"),
                 ("physc_p95_sum", "Float64"),
                 ("physc_avg_sum", "Float64"),
                 ("lpars", "UInt64"),
@@ -113,7 +113,7 @@ DATASETS = {
             "day",
             (
                 ("frame", "String"),
-                ("day", "Date"),
+                ("day", "DateTime('UTC')"),
                 ("actual", "Nullable(Float64)"),
                 ("trend", "Nullable(Float64)"),
                 ("lower", "Nullable(Float64)"),
@@ -127,14 +127,14 @@ DATASETS = {
             (
                 ("frame", "String"),
                 ("days", "UInt64"),
-                ("last_day", "Date"),
+                ("last_day", "DateTime('UTC')"),
                 ("slope_per_day", "Float64"),
                 ("residual_sd", "Float64"),
                 ("last_peak", "Float64"),
                 ("pool_cpus", "Nullable(Float64)"),
                 ("headroom_cpus", "Nullable(Float64)"),
                 ("days_to_exhaustion", "Nullable(Float64)"),
-                ("exhaustion_date", "Nullable(Date)"),
+                ("exhaustion_date", "Nullable(DateTime('UTC'))"),
             ),
             "Per frame: trend of daily peaks, headroom to the shared pool and projected exhaustion.",
         ),
@@ -309,6 +309,7 @@ CHARTS = {
                 sql_metric("max(lower)", "lower (−2σ)"),
                 sql_metric("max(upper)", "upper (+2σ)"),
             ),
+            ("frame",),
             description="docs/capacity.md: least squares on 180 days of daily stacked p95 physc.",
             time_filtered=False,
         ),

@@ -16,8 +16,9 @@ SELECT
     if(any(f.site) != '', any(f.site), 'unassigned') AS site,
     multiIf(any(f.frame) != '', any(f.frame), position(d.entity_id, '/') > 0,
             splitByChar('/', d.entity_id)[1], 'standalone') AS frame,
-    min(d.day) AS first_day,
-    max(d.day) AS last_day
+    -- DateTime, not Date: a time range ending "now" must include today
+    toDateTime(min(d.day), 'UTC') AS first_day,
+    toDateTime(max(d.day), 'UTC') AS last_day
 FROM metrics_daily_v AS d
 LEFT JOIN fleet_hierarchy AS f ON f.host_id = d.entity_id
 GROUP BY d.entity_id;
@@ -32,10 +33,11 @@ SELECT
 FROM metrics_hourly_v AS h
 LEFT JOIN fleet_entities AS e ON e.entity_id = h.entity_id;
 
--- Daily rollup with the entity's place: capacity over months and years.
+-- Daily rollup with the entity's place: capacity over months and years. The day is a DateTime
+-- (midnight UTC) so that a dashboard time range ending "now" includes today.
 CREATE VIEW IF NOT EXISTS entity_daily AS
 SELECT
-    d.day AS day, d.entity_id AS entity_id, d.entity_name AS entity_name, d.metric AS metric,
+    toDateTime(d.day, 'UTC') AS day, d.entity_id AS entity_id, d.entity_name AS entity_name, d.metric AS metric,
     d.avg_value AS avg_value, d.max_value AS max_value, d.p95_value AS p95_value,
     e.platform AS platform, e.site AS site, e.frame AS frame
 FROM metrics_daily_v AS d

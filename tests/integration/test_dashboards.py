@@ -39,6 +39,17 @@ _BROKEN = (
 )
 
 
+# per chart holder: [finished, text]; finished = drawn (canvas/svg/table/numbers) or showing a message
+_RENDERED = """
+return Array.from(document.querySelectorAll('.dashboard-component-chart-holder')).map(h => {
+  const busy = h.querySelector('.loading');
+  const drawn = h.querySelector('[_echarts_instance_] canvas, table') !== null
+    || h.innerText.trim().split('\\n').length > 1;
+  return [!busy && drawn, h.innerText];
+});
+"""
+
+
 def _load_fleet(stack: Settings, tmp: Path) -> None:
     now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
     start = now - timedelta(hours=2)
@@ -73,7 +84,42 @@ def _load_fleet(stack: Settings, tmp: Path) -> None:
         records += [e for e in records_of_file(DATA / name, options) if e.topic_key != "dead_letters"]
     for e in records:
         producer.send(e.topic_key, e.record, key=e.key)
+    for record in _capacity_history(now):
+        producer.send("derived_metrics", record, key=record["entity_id"])
     producer.flush()
+
+
+def _capacity_history(now: datetime) -> list[dict]:
+    """Seven months of hourly physc windows of three LPARs with growing load, as a Flink job on an
+    earlier system would have written them: the capacity charts need months, a test has minutes."""
+    import math
+    import random
+
+    noise = random.Random(5)
+    records = []
+    first = now.replace(minute=0) - timedelta(days=210)
+    emitted = int(now.replace(tzinfo=UTC).timestamp() * 1000)
+    for lpar, base in ((1, 2.0), (2, 3.0), (3, 1.2)):
+        for hour in range(0, 210 * 24, 3):
+            start = first + timedelta(hours=hour)
+            grow = 1 + hour / (210 * 24) * 0.6
+            daily = 0.8 + 0.4 * math.sin((start.hour - 8) / 24 * 2 * math.pi)
+            value = base * grow * daily * noise.uniform(0.85, 1.15)
+            ms = int(start.replace(tzinfo=UTC).timestamp() * 1000)
+            records.append(
+                {
+                    "entity_id": f"HIST-LPAR-{lpar}",
+                    "entity_name": f"histlpar{lpar}",
+                    "metric": "physc",
+                    "window_start": ms,
+                    "window_end": ms + 3_600_000,
+                    "value": value,
+                    "samples": 60,
+                    "is_final": True,
+                    "emitted_at": emitted,
+                }
+            )
+    return records
 
 
 def _wait_for_data(stack: Settings) -> None:
@@ -83,6 +129,7 @@ def _wait_for_data(stack: Settings) -> None:
     wait_stable(stack, "SELECT count() FROM incidents WHERE is_open", timeout=240, settle=4)
     wait_stable(stack, "SELECT count() FROM incidents WHERE NOT is_open", timeout=240, settle=4)
     wait_stable(stack, "SELECT count() FROM lpar_samples", timeout=60, settle=2)
+    wait_stable(stack, "SELECT count() FROM capacity_forecast_series WHERE trend IS NOT NULL", timeout=120, settle=2)
 
 
 def _driver(tmp: Path):  # noqa: ANN202
@@ -123,21 +170,23 @@ def _login(driver, stack: Settings) -> None:  # noqa: ANN001
     WebDriverWait(driver, 60).until(lambda d: "/login" not in d.current_url)
 
 
-def _open(driver, stack: Settings, slug: str, charts: int, timeout: float = 180) -> tuple[float, list[str]]:  # noqa: ANN001
+def _open(  # noqa: ANN202
+    driver,  # noqa: ANN001
+    stack: Settings,
+    slug: str,
+    charts: int,
+    timeout: float = 180,
+):
     """Seconds until every chart finished loading, and the texts of the chart holders."""
-    from selenium.webdriver.common.by import By
 
     started = time.monotonic()
     driver.get(f"{stack.superset_url}/superset/dashboard/{slug}/")
     texts: list[str] = []
     while time.monotonic() - started < timeout:
-        holders = driver.find_elements(By.CSS_SELECTOR, ".dashboard-component-chart-holder")
-        loading = driver.find_elements(By.CSS_SELECTOR, ".dashboard-component-chart-holder .loading")
-        if len(holders) == charts and not loading:
-            texts = [h.text for h in holders]
-            # a chart that rendered shows more than its title
-            if all(t.strip() and len(t.strip().splitlines()) > 1 for t in texts):
-                return time.monotonic() - started, texts
+        state = driver.execute_script(_RENDERED)
+        texts = [text for _, text in state]
+        if len(state) == charts and all(done for done, _ in state):
+            return time.monotonic() - started, texts
         time.sleep(0.2)
     raise AssertionError(f"{slug}: charts still loading after {timeout}s: {texts}")
 
