@@ -265,7 +265,7 @@ def dashboard(b: Dashboard) -> dict[str, Any]:
             "cascadeParentIds": [],
             "scope": {"rootPath": ["ROOT_ID"], "excluded": untimed},
             "type": "NATIVE_FILTER",
-            "description": "Horizons: 1 days ago : now, 7 days ago : now, 28 days ago : now, 365 days ago : now",
+            "description": "Horizons: N days ago : tomorrow with N = 1 (day), 7 (week), 28 (4 weeks), 365 (year)",
         }
     ]
     for label, ds, column in b.select_filters:

@@ -467,7 +467,13 @@ CHARTS = {
             "host_cpu_minute",
             (sql_metric("max(steal_pct)", "steal %"), sql_metric("max(entc_pct)", "entc %")),
             ("hostname",),
-            extra={"time_grain_sqla": "PT1M"},
+            # without an entity chosen: the 10 hosts with the most steal, not the whole fleet
+            extra={
+                "time_grain_sqla": "PT1M",
+                "series_limit": 10,
+                "series_limit_metric": sql_metric("max(steal_pct)", "steal %"),
+                "order_desc": True,
+            },
         ),
         Chart(
             "host_incidents",
@@ -488,8 +494,9 @@ class Dashboard:
     slug: str
     title: str
     rows: tuple[tuple[str, ...], ...]  # chart keys per row (widths split the 12 columns)
-    # Superset's "Last week" ends at midnight; these include today
-    time_range: str = "7 days ago : now"
+    # Superset's "Last week" ends at today's midnight and "now" changes every second (no chart
+    # cache hit ever): ranges end at tomorrow's midnight
+    time_range: str = "7 days ago : tomorrow"
     select_filters: tuple[tuple[str, str, str], ...] = ()  # (label, dataset, column)
     description: str = ""
 
@@ -512,7 +519,7 @@ DASHBOARDS = (
         "capacity",
         "Capacity",
         (("frame_stacked", "forecast"), ("headroom", "sizing")),
-        time_range="365 days ago : now",
+        time_range="365 days ago : tomorrow",
         select_filters=(("Frame", "entity_daily", "frame"),),
     ),
     Dashboard(
@@ -533,7 +540,7 @@ DASHBOARDS = (
         "host-drilldown",
         "Host drill-down",
         (("host_metrics",), ("host_minutes", "host_incidents")),
-        time_range="1 days ago : now",
+        time_range="1 days ago : tomorrow",
         select_filters=_HOST_FILTERS,
     ),
 )

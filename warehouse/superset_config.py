@@ -11,7 +11,9 @@ SQLALCHEMY_DATABASE_URI = f"sqlite:///{_home / 'superset.db'}"
 DATA_DIR = str(_home)
 # The embedded engine lives in this process; keep Superset's own caches in memory too.
 CACHE_CONFIG = {"CACHE_TYPE": "SimpleCache"}
-DATA_CACHE_CONFIG = {"CACHE_TYPE": "SimpleCache"}
+# Chart results: a dashboard opened again within this time is served from memory (live data lags
+# by at most this much).
+DATA_CACHE_CONFIG = {"CACHE_TYPE": "SimpleCache", "CACHE_DEFAULT_TIMEOUT": int(_s["superset"]["data_cache_seconds"])}
 RATELIMIT_STORAGE_URI = "memory://"
 SUPERSET_WEBSERVER_TIMEOUT = 120
 TALISMAN_ENABLED = False

@@ -22,6 +22,7 @@ def read_all(settings: Settings, topic_key: str, quiet_seconds: float = 3.0) -> 
             "group.id": f"test-{uuid.uuid4()}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "isolation.level": "read_committed",  # what the warehouse sink sees
         }
     )
     consumer.subscribe([topic])

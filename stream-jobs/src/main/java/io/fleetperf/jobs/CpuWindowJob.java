@@ -1,7 +1,11 @@
 package io.fleetperf.jobs;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.core.execution.CheckpointingMode;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
@@ -32,8 +36,24 @@ public final class CpuWindowJob {
       conf.set(RestOptions.PORT, o.restPort);
       conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
     }
+    if (!o.checkpointDir.isEmpty()) {
+      java.nio.file.Path dir = java.nio.file.Path.of(o.checkpointDir).toAbsolutePath();
+      conf.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
+      conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, dir.toUri().toString());
+      conf.set(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
+          ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
+      conf.set(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS, 3);
+      // a restart (crash, kill, upgrade) continues from the newest complete checkpoint: window state,
+      // Kafka offsets and the open transactions' fate all come from there
+      Checkpoints.newest(dir).ifPresent(chk -> {
+        System.out.println("restoring from checkpoint " + chk);
+        conf.set(StateRecoveryOptions.SAVEPOINT_PATH, chk.toString());
+        // an operator removed by an upgrade must not block the restore of the others
+        conf.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
+      });
+    }
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
-    env.enableCheckpointing(o.checkpointInterval.toMillis());
+    env.enableCheckpointing(o.checkpointInterval.toMillis(), CheckpointingMode.EXACTLY_ONCE);
     build(env, o);
     env.execute("fleetperf-cpu-window");
   }
@@ -54,7 +74,8 @@ public final class CpuWindowJob {
           source(env, o, o.portTopic, "net_port_sample.avsc", PortCounters.class, PortCounters::fromAvro)
               .keyBy(PortCounters::portKey, Types.STRING)
               .process(new CounterDeltas(), TypeInformation.of(PortDelta.class))
-              .name("port-deltas");
+              .name("port-deltas")
+              .uid("port-deltas");
       metrics = metrics.union(
           windows(o, deltas, PortDelta.class, LacpWindowAccumulator.class, LacpWindowAccumulator::new, "lacp"));
     }
@@ -82,9 +103,11 @@ public final class CpuWindowJob {
                     .setKeySerializationSchema(m -> m.entityId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                     .setValueSerializationSchema(new DerivedMetricSerializer(o.registryUrl, o.sinkTopic + "-value"))
                     .build())
-            .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+            .setDeliveryGuarantee(guarantee(o))
+            .setTransactionalIdPrefix(o.groupId + "-derived")
+            .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
             .build();
-    metrics.sinkTo(sink).name("derived-metrics");
+    metrics.sinkTo(sink).name("derived-metrics").uid("derived-metrics-sink");
 
     if (!o.flagTopic.isEmpty()) {
       FlagDetector detector = o.flagDetector();
@@ -94,7 +117,8 @@ public final class CpuWindowJob {
               .name("final-windows")
               .keyBy(FlagFunction::key, Types.STRING)
               .process(new FlagFunction(detector), TypeInformation.of(AnomalyFlag.class))
-              .name("flags");
+              .name("flags")
+              .uid("flags");
       flags.sinkTo(
               KafkaSink.<AnomalyFlag>builder()
                   .setBootstrapServers(o.bootstrap)
@@ -105,10 +129,20 @@ public final class CpuWindowJob {
                               f -> f.entityId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
                           .setValueSerializationSchema(new AnomalyFlagSerializer(o.registryUrl, o.flagTopic + "-value"))
                           .build())
-                  .setDeliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                  .setDeliveryGuarantee(guarantee(o))
+                  .setTransactionalIdPrefix(o.groupId + "-flags")
+                  .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
                   .build())
-          .name("anomaly-flags");
+          .name("anomaly-flags")
+          .uid("anomaly-flags-sink");
     }
+  }
+
+  /** Below the broker's transaction.max.timeout.ms (15 min by default), above any checkpoint pause. */
+  private static final String TRANSACTION_TIMEOUT_MS = "600000";
+
+  private static DeliveryGuarantee guarantee(JobOptions o) {
+    return o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE;
   }
 
   private static <T> DataStream<T> source(
@@ -122,7 +156,7 @@ public final class CpuWindowJob {
             .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
             .setDeserializer(new RegistryAvroDeserializer<>(o.registryUrl, schemaFile, type, mapper))
             .build();
-    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic);
+    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic).uid("source-" + topic);
   }
 
   private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
@@ -136,7 +170,8 @@ public final class CpuWindowJob {
                 new PerStreamWindows<>(accumulator, newAccumulator, late, o.window.toMillis(),
                     o.outOfOrderness.toMillis(), o.idleFlush.toMillis(), o.streamRetain.toMillis()),
                 TypeInformation.of(DerivedMetric.class))
-            .name(name + "-windows");
+            .name(name + "-windows")
+            .uid(name + "-windows");
     out.getSideOutput(late)
         .map(s -> s.hostId() + " " + s.ts())
         .name(name + "-late")

@@ -26,6 +26,10 @@ public final class JobOptions {
   public final String flagTopic;
   public final String flagRules;
   public final int flagMaxGapWindows;
+  /** Exactly once into Kafka (transactions committed on checkpoints) unless "at-least-once". */
+  public final boolean exactlyOnce;
+  /** Where checkpoints are kept and, on start, restored from (the newest complete one); empty: none. */
+  public final String checkpointDir;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -47,6 +51,8 @@ public final class JobOptions {
     flagTopic = m.getOrDefault("flag-topic", "");
     flagRules = m.getOrDefault("flag-rules", "");
     flagMaxGapWindows = Integer.parseInt(m.getOrDefault("flag-max-gap-windows", "5"));
+    exactlyOnce = !"at-least-once".equals(m.getOrDefault("delivery", "exactly-once"));
+    checkpointDir = m.getOrDefault("checkpoint-dir", "");
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -92,6 +98,7 @@ public final class JobOptions {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T] [--port-topic T]"
         + " [--zvm-guest-topic T] [--zvm-system-topic T] [--tv-min-virtual-seconds 0.01]"
         + " [--flag-topic T --flag-rules FILE.properties] [--flag-max-gap-windows 5]"
+        + " [--delivery exactly-once|at-least-once] [--checkpoint-dir DIR]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }
