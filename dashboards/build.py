@@ -265,7 +265,7 @@ def dashboard(b: Dashboard) -> dict[str, Any]:
             "cascadeParentIds": [],
             "scope": {"rootPath": ["ROOT_ID"], "excluded": untimed},
             "type": "NATIVE_FILTER",
-            "description": "Horizons: N days ago : tomorrow with N = 1 (day), 7 (week), 28 (4 weeks), 365 (year)",
+            "description": 'Horizons: DATEADD(DATETIME("today"), -N, day) : tomorrow, N = 1, 7, 28, 365',
         }
     ]
     for label, ds, column in b.select_filters:

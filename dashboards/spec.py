@@ -494,9 +494,9 @@ class Dashboard:
     slug: str
     title: str
     rows: tuple[tuple[str, ...], ...]  # chart keys per row (widths split the 12 columns)
-    # Superset's "Last week" ends at today's midnight and "now" changes every second (no chart
-    # cache hit ever): ranges end at tomorrow's midnight
-    time_range: str = "7 days ago : tomorrow"
+    # Superset's "Last week" ends at today's midnight, and "now" / "7 days ago" move every second
+    # (no chart cache hit ever): ranges from a midnight to tomorrow's midnight
+    time_range: str = 'DATEADD(DATETIME("today"), -7, day) : tomorrow'
     select_filters: tuple[tuple[str, str, str], ...] = ()  # (label, dataset, column)
     description: str = ""
 
@@ -519,7 +519,7 @@ DASHBOARDS = (
         "capacity",
         "Capacity",
         (("frame_stacked", "forecast"), ("headroom", "sizing")),
-        time_range="365 days ago : tomorrow",
+        time_range='DATEADD(DATETIME("today"), -365, day) : tomorrow',
         select_filters=(("Frame", "entity_daily", "frame"),),
     ),
     Dashboard(
@@ -540,7 +540,7 @@ DASHBOARDS = (
         "host-drilldown",
         "Host drill-down",
         (("host_metrics",), ("host_minutes", "host_incidents")),
-        time_range="1 days ago : tomorrow",
+        time_range='DATEADD(DATETIME("today"), -1, day) : tomorrow',
         select_filters=_HOST_FILTERS,
     ),
 )

@@ -117,6 +117,8 @@ class LocalStack:
             f["delivery"],
             "--checkpoint-dir",
             str(self.state / "flink-checkpoints"),
+            "--dead-letter-topic",
+            self.s.topic("dead_letters").name,
             "--group-id",
             f["group_id"],
             "--window-seconds",

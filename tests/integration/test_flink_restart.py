@@ -71,6 +71,11 @@ def test_kill_and_restart_from_checkpoint_gives_each_window_once(stack: Settings
 
     LocalStack(stack).start(only=("flink",), echo=lambda line: None)
     assert "restoring from checkpoint" in flink.log_file.read_text()
+    # a sample for a window its stream closed long ago is kept as a dead letter, not silently dropped
+    stale = dict(samples[0].record)
+    stale["ts"] = samples[0].record["ts"] + 1
+    producer.send("cpu_samples", stale, key=stale["host_id"])
+    producer.flush()
 
     expected = {}
     for f in files:
@@ -97,6 +102,16 @@ def test_kill_and_restart_from_checkpoint_gives_each_window_once(stack: Settings
         value, n = expected[key]
         assert r["value"] == pytest.approx(value, rel=1e-9), key
         assert r["samples"] == n, key
+
+    deadline = time.monotonic() + 90
+    late: list[dict] = []
+    while not late and time.monotonic() < deadline:
+        late = [
+            r
+            for r in read_all(stack, "dead_letters")
+            if r["source"] == "flink-late:cpu" and r["raw"].startswith(stale["host_id"])
+        ]
+    assert late and "after its window closed" in late[0]["error"]
 
 
 def _key(r: dict) -> tuple[str, str, int]:

@@ -58,7 +58,12 @@ public final class CpuWindowJob {
     env.execute("fleetperf-cpu-window");
   }
 
+  /** The late side outputs of the windows built by one build() call. */
+  private static final ThreadLocal<java.util.List<DataStream<LateSample>>> LATE =
+      ThreadLocal.withInitial(java.util.ArrayList::new);
+
   static void build(StreamExecutionEnvironment env, JobOptions o) {
+    LATE.get().clear();
     // Event time is kept per host and source stream inside PerStreamWindows, not as a
     // partition-wide watermark.
     DataStream<DerivedMetric> metrics =
@@ -108,6 +113,30 @@ public final class CpuWindowJob {
             .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
             .build();
     metrics.sinkTo(sink).name("derived-metrics").uid("derived-metrics-sink");
+
+    DataStream<LateSample> late = null;
+    for (DataStream<LateSample> l : LATE.get()) {
+      late = late == null ? l : late.union(l);
+    }
+    if (late != null && !o.deadLetterTopic.isEmpty()) {
+      late.sinkTo(
+              KafkaSink.<LateSample>builder()
+                  .setBootstrapServers(o.bootstrap)
+                  .setRecordSerializer(
+                      KafkaRecordSerializationSchema.<LateSample>builder()
+                          .setTopic(o.deadLetterTopic)
+                          .setValueSerializationSchema(new LateSampleSerializer(
+                              o.registryUrl, o.deadLetterTopic + "-value", o.outOfOrderness.toMillis()))
+                          .build())
+                  .setDeliveryGuarantee(guarantee(o))
+                  .setTransactionalIdPrefix(o.groupId + "-late")
+                  .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+                  .build())
+          .name("late-samples")
+          .uid("late-samples-sink");
+    } else if (late != null) {
+      late.print("late sample").name("late-samples");
+    }
 
     if (!o.flagTopic.isEmpty()) {
       FlagDetector detector = o.flagDetector();
@@ -172,10 +201,10 @@ public final class CpuWindowJob {
                 TypeInformation.of(DerivedMetric.class))
             .name(name + "-windows")
             .uid(name + "-windows");
-    out.getSideOutput(late)
-        .map(s -> s.hostId() + " " + s.ts())
-        .name(name + "-late")
-        .print("late " + name + " sample (window already closed for its stream)");
+    DataStream<LateSample> lateSamples =
+        out.getSideOutput(late).map(s -> new LateSample(name, s), TypeInformation.of(LateSample.class))
+            .name(name + "-late");
+    LATE.get().add(lateSamples);
     return out;
   }
 }

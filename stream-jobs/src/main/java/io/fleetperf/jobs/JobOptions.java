@@ -30,6 +30,8 @@ public final class JobOptions {
   public final boolean exactlyOnce;
   /** Where checkpoints are kept and, on start, restored from (the newest complete one); empty: none. */
   public final String checkpointDir;
+  /** Late samples go here as dead letters; empty: printed to the log. */
+  public final String deadLetterTopic;
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
@@ -53,6 +55,7 @@ public final class JobOptions {
     flagMaxGapWindows = Integer.parseInt(m.getOrDefault("flag-max-gap-windows", "5"));
     exactlyOnce = !"at-least-once".equals(m.getOrDefault("delivery", "exactly-once"));
     checkpointDir = m.getOrDefault("checkpoint-dir", "");
+    deadLetterTopic = m.getOrDefault("dead-letter-topic", "");
     groupId = m.getOrDefault("group-id", "fleetperf-cpu-window");
     window = Duration.ofSeconds(Long.parseLong(m.getOrDefault("window-seconds", "60")));
     outOfOrderness = Duration.ofSeconds(Long.parseLong(m.getOrDefault("out-of-orderness-seconds", "5")));
@@ -98,7 +101,7 @@ public final class JobOptions {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T [--hpm-topic T] [--port-topic T]"
         + " [--zvm-guest-topic T] [--zvm-system-topic T] [--tv-min-virtual-seconds 0.01]"
         + " [--flag-topic T --flag-rules FILE.properties] [--flag-max-gap-windows 5]"
-        + " [--delivery exactly-once|at-least-once] [--checkpoint-dir DIR]"
+        + " [--delivery exactly-once|at-least-once] [--checkpoint-dir DIR] [--dead-letter-topic T]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
         + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
   }

@@ -1,0 +1,165 @@
+"""Flink job figures on this machine: sustained records/s through the job (a backlog of cpu
+samples already in Kafka, read from the start) and end-to-end latency in live mode (record time ->
+derived record committed in Kafka), for exactly-once and at-least-once delivery side by side.
+Starts its own Kafka, registry and job (own state dir and ports).
+
+    ./fleetperf install && .venv/bin/python bench/flink_throughput.py [--hosts 500] [--samples 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _sample(host: int, ts_ms: int) -> dict:
+    name = f"bench{host:05d}"
+    return {
+        "host_id": name,
+        "hostname": name,
+        "ts": ts_ms,
+        "interval_s": 10.0,
+        "source": "bench",
+        "user_pct": 30.0,
+        "sys_pct": 10.0,
+        "wait_pct": 1.0,
+        "idle_pct": 55.0 - host % 5,
+        "steal_pct": 4.0 + host % 5,
+        "cpus": 4,
+        "physc": None,
+        "entitled": None,
+        "virtual_cpus": None,
+        "origin_file": f"{name}.nmon",
+        "origin_snapshot": f"T{ts_ms // 10_000}",
+    }
+
+
+def _record_template(settings) -> dict:  # noqa: ANN001
+    import json
+
+    fields = [f["name"] for f in json.loads(settings.topic("cpu_samples").schema_text())["fields"]]
+    base = _sample(0, 0)
+    if set(fields) != set(base):
+        raise SystemExit(f"bench record differs from schemas/cpu_sample.avsc: {set(fields) ^ set(base)}")
+    return base
+
+
+def _consume_counts(settings, started: float, expected: int, timeout: float) -> tuple[float, int, list[float]]:  # noqa: ANN001
+    """Seconds until `expected` final derived records were committed, their count, latencies (s)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from core.kafka_avro import registry_client
+
+    topic = settings.topic("derived_metrics").name
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.bootstrap,
+            "group.id": f"bench-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    decode = AvroDeserializer(registry_client(settings))
+    finals, latencies, last = 0, [], time.monotonic()
+    deadline = time.monotonic() + timeout
+    try:
+        while finals < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            r = decode(msg.value(), SerializationContext(topic, MessageField.VALUE))
+            if r["is_final"]:
+                finals += 1
+                last = time.monotonic()
+                end = r["window_end"].timestamp() if hasattr(r["window_end"], "timestamp") else r["window_end"] / 1000
+                latencies.append(msg.timestamp()[1] / 1000 - end)
+    finally:
+        consumer.close()
+    return last - started, finals, latencies
+
+
+def run(delivery: str, hosts: int, samples: int, live_seconds: int) -> dict[str, float]:
+    from tests.providers import _env_overrides
+
+    state = Path(tempfile.mkdtemp(prefix=f"fleetperf-bench-flink-{delivery}-"))
+    os.environ.update(_env_overrides(state))
+    os.environ["FLEETPERF__FLINK__DELIVERY"] = delivery
+    os.environ["FLEETPERF__FLINK__STREAM_RETAIN_SECONDS"] = "30"
+    from core import config
+    from core.kafka_avro import AvroProducer
+    from stack.local import LocalStack
+
+    settings = config.load()
+    stack = LocalStack(settings)
+    out: dict[str, float] = {}
+    try:
+        stack.start(only=("kafka", "registry"), echo=lambda line: None)
+        producer = AvroProducer(settings)
+        template = _record_template(settings)
+        t0 = 1_700_000_000_000
+        for n in range(samples):
+            for h in range(hosts):
+                producer.send("cpu_samples", {**template, **_sample(h, t0 + n * 10_000)}, key=f"bench{h:05d}")
+        producer.flush()
+        records = hosts * samples
+        windows = hosts * (samples * 10 // 60)  # every minute of every host, the last one once the stream ends
+        started = time.monotonic()
+        stack.start(only=("flink",), echo=lambda line: None)
+        seconds, finals, _ = _consume_counts(settings, started, windows, timeout=600)
+        out["backlog records"] = records
+        out["backlog windows"] = finals
+        out["backlog seconds"] = seconds
+        out["records/s"] = records / seconds
+        out["records/s per core"] = records / seconds / (os.cpu_count() or 1)
+
+        # live: every host sends one sample per second stamped now; latency = commit time - window end
+        first_live = time.time()
+        live_hosts = min(hosts, 200)
+        while time.time() - first_live < live_seconds:
+            now_ms = int(time.time() * 1000)
+            for h in range(live_hosts):
+                rec = {**template, **_sample(100_000 + h, now_ms), "interval_s": 1.0}
+                rec["host_id"] = rec["hostname"] = f"live{h:05d}"
+                producer.send("cpu_samples", rec, key=rec["host_id"])
+            producer.flush()
+            time.sleep(max(0.0, 1.0 - (time.time() * 1000 - now_ms) / 1000))
+        expect = live_hosts * (live_seconds // 60 - 1)
+        _, _, latencies = _consume_counts(settings, time.monotonic(), finals + expect, timeout=120)
+        live = latencies[-expect:] if expect > 0 else []
+        if live:
+            out["live latency median s"] = statistics.median(live)
+            out["live latency p95 s"] = sorted(live)[int(len(live) * 0.95) - 1]
+    finally:
+        stack.stop(echo=lambda line: None)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=500)
+    parser.add_argument("--samples", type=int, default=400, help="per host, 10 s apart")
+    parser.add_argument("--live-seconds", type=int, default=150)
+    args = parser.parse_args()
+    results = {d: run(d, args.hosts, args.samples, args.live_seconds) for d in ("exactly-once", "at-least-once")}
+    print(f"\n{args.hosts} hosts x {args.samples} samples, {os.cpu_count()} cores")
+    keys = list(next(iter(results.values())))
+    print("| figure | " + " | ".join(results) + " |\n|---|" + "---|" * len(results))
+    for k in keys:
+        print(f"| {k} | " + " | ".join(f"{r.get(k, float('nan')):,.2f}" for r in results.values()) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
