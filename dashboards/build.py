@@ -136,14 +136,18 @@ def chart_params(c: Chart) -> dict[str, Any]:
             "x_axis": d.time_column,
             "time_grain_sqla": "P1D" if d.time_column == "day" else "PT1H",
             "x_axis_sort_asc": True,
-            "metrics": list(c.metrics),
+            "metrics": [dict(m) for m in c.metrics],
             "groupby": list(c.groupby),
             "truncate_metric": True,
             "show_legend": True,
             "legendType": "scroll",
             "rich_tooltip": True,
             "y_axis_format": c.y_format,
-            "series_limit": 50,
+            # a fleet has hundreds of entities: draw the 25 with the highest values (the filters
+            # pick others); also keeps the payload and the browser's work small
+            "series_limit": 25 if c.groupby else 0,
+            "series_limit_metric": dict(c.metrics[0]),
+            "order_desc": True,
             # a short history is a few points: draw them
             "markerEnabled": True,
             "markerSize": 4,
@@ -165,18 +169,18 @@ def chart_params(c: Chart) -> dict[str, Any]:
         p |= {
             "query_mode": "aggregate",
             "groupby": list(c.groupby),
-            "metrics": list(c.metrics),
+            "metrics": [dict(m) for m in c.metrics],
             "all_columns": [],
             "percent_metrics": [],
             "order_desc": True,
-            "timeseries_limit_metric": c.metrics[0],
+            "timeseries_limit_metric": dict(c.metrics[0]),
             "server_pagination": False,
             "include_search": True,
             "table_timestamp_format": "%Y-%m-%d %H:%M",
         }
     elif c.viz == "big_number":
         p |= {
-            "metric": c.metrics[0],
+            "metric": dict(c.metrics[0]),
             "header_font_size": 0.4,
             "subheader_font_size": 0.15,
             "y_axis_format": "SMART_NUMBER",
@@ -184,7 +188,7 @@ def chart_params(c: Chart) -> dict[str, Any]:
     elif c.viz == "pie":
         p |= {
             "groupby": list(c.groupby),
-            "metric": c.metrics[0],
+            "metric": dict(c.metrics[0]),
             "show_legend": True,
             "show_labels": True,
             "label_type": "key_value",

@@ -468,12 +468,7 @@ CHARTS = {
             (sql_metric("max(steal_pct)", "steal %"), sql_metric("max(entc_pct)", "entc %")),
             ("hostname",),
             # without an entity chosen: the 10 hosts with the most steal, not the whole fleet
-            extra={
-                "time_grain_sqla": "PT1M",
-                "series_limit": 10,
-                "series_limit_metric": sql_metric("max(steal_pct)", "steal %"),
-                "order_desc": True,
-            },
+            extra={"time_grain_sqla": "PT1M", "series_limit": 10},
         ),
         Chart(
             "host_incidents",

@@ -1,6 +1,7 @@
 package io.fleetperf.jobs;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
@@ -99,19 +100,8 @@ public final class CpuWindowJob {
               ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-system"));
     }
 
-    KafkaSink<DerivedMetric> sink =
-        KafkaSink.<DerivedMetric>builder()
-            .setBootstrapServers(o.bootstrap)
-            .setRecordSerializer(
-                KafkaRecordSerializationSchema.<DerivedMetric>builder()
-                    .setTopic(o.sinkTopic)
-                    .setKeySerializationSchema(m -> m.entityId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-                    .setValueSerializationSchema(new DerivedMetricSerializer(o.registryUrl, o.sinkTopic + "-value"))
-                    .build())
-            .setDeliveryGuarantee(guarantee(o))
-            .setTransactionalIdPrefix(o.groupId + "-derived")
-            .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
-            .build();
+    KafkaSink<DerivedMetric> sink = kafkaSink(o, o.sinkTopic, "derived",
+        new DerivedMetricSerializer(o.registryUrl, o.sinkTopic + "-value"), m -> m.entityId);
     metrics.sinkTo(sink).name("derived-metrics").uid("derived-metrics-sink");
 
     DataStream<LateSample> late = null;
@@ -119,19 +109,9 @@ public final class CpuWindowJob {
       late = late == null ? l : late.union(l);
     }
     if (late != null && !o.deadLetterTopic.isEmpty()) {
-      late.sinkTo(
-              KafkaSink.<LateSample>builder()
-                  .setBootstrapServers(o.bootstrap)
-                  .setRecordSerializer(
-                      KafkaRecordSerializationSchema.<LateSample>builder()
-                          .setTopic(o.deadLetterTopic)
-                          .setValueSerializationSchema(new LateSampleSerializer(
-                              o.registryUrl, o.deadLetterTopic + "-value", o.outOfOrderness.toMillis()))
-                          .build())
-                  .setDeliveryGuarantee(guarantee(o))
-                  .setTransactionalIdPrefix(o.groupId + "-late")
-                  .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
-                  .build())
+      late.sinkTo(kafkaSink(o, o.deadLetterTopic, "late",
+              new LateSampleSerializer(o.registryUrl, o.deadLetterTopic + "-value", o.outOfOrderness.toMillis()),
+              l -> l.stream))
           .name("late-samples")
           .uid("late-samples-sink");
     } else if (late != null) {
@@ -148,20 +128,8 @@ public final class CpuWindowJob {
               .process(new FlagFunction(detector), TypeInformation.of(AnomalyFlag.class))
               .name("flags")
               .uid("flags");
-      flags.sinkTo(
-              KafkaSink.<AnomalyFlag>builder()
-                  .setBootstrapServers(o.bootstrap)
-                  .setRecordSerializer(
-                      KafkaRecordSerializationSchema.<AnomalyFlag>builder()
-                          .setTopic(o.flagTopic)
-                          .setKeySerializationSchema(
-                              f -> f.entityId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-                          .setValueSerializationSchema(new AnomalyFlagSerializer(o.registryUrl, o.flagTopic + "-value"))
-                          .build())
-                  .setDeliveryGuarantee(guarantee(o))
-                  .setTransactionalIdPrefix(o.groupId + "-flags")
-                  .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
-                  .build())
+      flags.sinkTo(kafkaSink(o, o.flagTopic, "flags",
+              new AnomalyFlagSerializer(o.registryUrl, o.flagTopic + "-value"), f -> f.entityId))
           .name("anomaly-flags")
           .uid("anomaly-flags-sink");
     }
@@ -170,8 +138,25 @@ public final class CpuWindowJob {
   /** Below the broker's transaction.max.timeout.ms (15 min by default), above any checkpoint pause. */
   private static final String TRANSACTION_TIMEOUT_MS = "600000";
 
-  private static DeliveryGuarantee guarantee(JobOptions o) {
-    return o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE;
+  /** A key for Kafka's partitioning (the entity), as a function Flink can ship. */
+  interface KeyOf<T> extends java.util.function.Function<T, String>, java.io.Serializable {}
+
+  /** Exactly once: one transaction per checkpoint, under a prefix per output. */
+  private static <T> KafkaSink<T> kafkaSink(
+      JobOptions o, String topic, String prefix, SerializationSchema<T> value,
+      KeyOf<T> key) {
+    return KafkaSink.<T>builder()
+        .setBootstrapServers(o.bootstrap)
+        .setRecordSerializer(
+            KafkaRecordSerializationSchema.<T>builder()
+                .setTopic(topic)
+                .setKeySerializationSchema(v -> key.apply(v).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .setValueSerializationSchema(value)
+                .build())
+        .setDeliveryGuarantee(o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE)
+        .setTransactionalIdPrefix(o.groupId + "-" + prefix)
+        .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        .build();
   }
 
   private static <T> DataStream<T> source(
