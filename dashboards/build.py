@@ -148,8 +148,9 @@ def chart_params(c: Chart) -> dict[str, Any]:
             "series_limit": 25 if c.groupby else 0,
             "series_limit_metric": dict(c.metrics[0]),
             "order_desc": True,
-            # a short history is a few points: draw them
-            "markerEnabled": True,
+            # daily series are short: draw their points; hourly and minute series are dense, and
+            # thousands of markers cost the browser seconds
+            "markerEnabled": d.time_column == "day",
             "markerSize": 4,
         }
     if c.viz == "table":

@@ -99,7 +99,8 @@ public final class JobOptions {
 
   private static String usage() {
     return "\nusage: --bootstrap HOST:PORT --registry URL --source-topic T --sink-topic T"
-        + " [--hpm-topic T] [--port-topic T] [--zvm-guest-topic T] [--zvm-system-topic T] [--tv-min-virtual-seconds 0.01]"
+        + " [--hpm-topic T] [--port-topic T] [--zvm-guest-topic T] [--zvm-system-topic T]"
+        + " [--tv-min-virtual-seconds 0.01]"
         + " [--flag-topic T --flag-rules FILE.properties] [--flag-max-gap-windows 5]"
         + " [--delivery exactly-once|at-least-once] [--checkpoint-dir DIR] [--dead-letter-topic T]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
