@@ -10,7 +10,7 @@ report says about itself (FCX title line, "Interval hh:mm:ss-hh:mm:ss, on yyyy/m
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -197,11 +197,7 @@ def scan_lines(path: str, lines: Iterable[str]) -> Scan:
 
 def scan_file(path: Path) -> Scan:
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        return scan_lines(str(path), _lines(handle))
-
-
-def _lines(handle: Iterable[str]) -> Iterator[str]:
-    yield from handle
+        return scan_lines(str(path), handle)
 
 
 def sniff(path: Path) -> bool:
