@@ -12,6 +12,7 @@ import requests
 
 from cli.sql_client import query, scalar, wait_stable
 from core.config import Settings
+from dashboards.spec import CHARTS, DASHBOARDS
 from ingest.nmon.simulate import simulate
 from ingest.publish import ingest
 from tests.integration.expected import snapshots, window_metrics
@@ -32,6 +33,15 @@ def _derived(settings: Settings, hosts: set[str]) -> dict[tuple[str, str, int], 
         f"FROM derived_metrics_v WHERE entity_id IN ({in_hosts})",
     )
     return {(r[0], r[1], int(r[2])): (float(r[3]), int(r[4])) for r in rows}
+
+
+def _fleet_windows_sql(hosts: set[str], days: set[int]) -> str:
+    in_hosts = ",".join(f"'{h}'" for h in hosts)
+    in_days = ",".join(str(d) for d in days)
+    return (
+        f"SELECT count() FROM derived_metrics_v WHERE entity_id IN ({in_hosts}) "
+        f"AND intDiv(toUnixTimestamp(window_start), 86400) IN ({in_days})"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +75,9 @@ def test_window_metrics_equal_independent_computation(ingested: Settings, fleet:
     for path in fleet:
         expected.update(window_metrics(path))
     hosts = {key[0] for key in expected}
-    count_sql = "SELECT count() FROM derived_metrics_v WHERE entity_id IN ({})".format(
-        ",".join(f"'{h}'" for h in hosts)
-    )
-    wait_stable(ingested, count_sql, timeout=120, minimum=len(expected))
-    # other tests reuse simulated host names on other days: compare this fleet's days only
+    # other tests reuse simulated host names on other days: count and compare this fleet's days only
     days = {start // 86400 for _, _, start in expected}
+    wait_stable(ingested, _fleet_windows_sql(hosts, days), timeout=120, minimum=len(expected))
     actual = {k: v for k, v in _derived(ingested, hosts).items() if k[2] // 86400 in days}
     assert set(actual) == set(expected)
     for key, (value, samples) in expected.items():
@@ -83,7 +90,11 @@ def test_window_metrics_equal_independent_computation(ingested: Settings, fleet:
 def test_reingesting_a_file_adds_no_rows(ingested: Settings, fleet: list[Path]) -> None:
     where = _files_for(ingested, fleet)
     before_samples = scalar(ingested, f"SELECT count() FROM cpu_samples_v WHERE {where}")
-    before_derived = scalar(ingested, "SELECT count() FROM derived_metrics_v")
+    expected = {}
+    for path in fleet:
+        expected.update(window_metrics(path))
+    derived_sql = _fleet_windows_sql({k[0] for k in expected}, {k[2] // 86400 for k in expected})
+    before_derived = wait_stable(ingested, derived_sql, timeout=120, minimum=len(expected))
     again = ingest(ingested, [str(fleet[0])], UTC, progress=False)
     assert again.skipped == 1 and again.records == 0
     forced = ingest(ingested, [str(fleet[0])], UTC, force=True, progress=False)
@@ -93,7 +104,7 @@ def test_reingesting_a_file_adds_no_rows(ingested: Settings, fleet: list[Path]) 
         ingested, f"SELECT count() FROM cpu_samples WHERE {where}", timeout=60, minimum=before_samples + forced.records
     )
     assert scalar(ingested, f"SELECT count() FROM cpu_samples_v WHERE {where}") == before_samples
-    assert scalar(ingested, "SELECT count() FROM derived_metrics_v") == before_derived
+    assert scalar(ingested, derived_sql) == before_derived
 
 
 def test_malformed_line_is_reported_and_the_rest_arrives(stack: Settings, tmp_path: Path) -> None:
@@ -136,9 +147,9 @@ def test_superset_dashboard_chart_reads_the_warehouse(ingested: Settings) -> Non
     ).json()["access_token"]
     session.headers["Authorization"] = f"Bearer {token}"
     dashboards = session.get(f"{base}/api/v1/dashboard/", timeout=30).json()["result"]
-    assert [d["dashboard_title"] for d in dashboards] == ["Fleet CPU"]
-    charts = session.get(f"{base}/api/v1/dashboard/fleet-cpu/charts", timeout=30).json()["result"]
-    steal_chart = next(c for c in charts if c["slice_name"] == "CPU steal % by host")
+    assert {d["dashboard_title"] for d in dashboards} == {b.title for b in DASHBOARDS}
+    charts = session.get(f"{base}/api/v1/dashboard/host-drilldown/charts", timeout=30).json()["result"]
+    steal_chart = next(c for c in charts if c["slice_name"] == CHARTS["host_minutes"].title)
     form = steal_chart["form_data"]
     dataset_id = int(str(form["datasource"]).split("__")[0])
     payload = {
@@ -157,6 +168,6 @@ def test_superset_dashboard_chart_reads_the_warehouse(ingested: Settings) -> Non
     response = session.post(f"{base}/api/v1/chart/data", json=payload, timeout=60)
     assert response.status_code == 200, response.text
     data = response.json()["result"][0]["data"]
-    by_host = {row["hostname"]: row["steal_pct"] for row in data}
+    by_host = {row["hostname"]: row["steal %"] for row in data}
     expected = scalar(ingested, "SELECT max(steal_pct) FROM host_cpu_minute WHERE hostname = 'linux000' AND has_steal")
     assert by_host["linux000"] == pytest.approx(expected)
