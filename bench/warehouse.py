@@ -22,7 +22,7 @@ from warehouse.clickhouse import migrate  # noqa: E402
 from warehouse.cookbook import queries  # noqa: E402
 
 DASHBOARD_QUERIES = {
-    "Fleet CPU steal chart, last day, 1-min view": "SELECT hostname, minute, max(steal_pct) FROM host_cpu_minute "
+    "drill-down minute chart, last day, 1-min view": "SELECT hostname, minute, max(steal_pct) FROM host_cpu_minute "
     "WHERE has_steal AND minute >= (SELECT max(window_start) FROM derived_metrics) - INTERVAL 1 DAY "
     "GROUP BY hostname, minute",
     "steal, 30 days, all hosts (hourly rollup)": "SELECT entity_name, hour, max_value FROM metrics_hourly_v "

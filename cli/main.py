@@ -323,7 +323,7 @@ def cmd_stats(args: argparse.Namespace, s: config.Settings) -> int:
 
 def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     from cli.sql_client import query, wait_stable
-    from ingest.nmon.simulate import simulate
+    from ingest.nmon.simulate import Fault, simulate
     from ingest.publish import ingest
     from stack import install
     from stack.local import LocalStack
@@ -335,18 +335,23 @@ def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     LocalStack(s).start()
     out = s.state_dir / "demo" / "nmon"
     start = _default_start(args.hours)
-    files = simulate(out, args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed)
-    print(f"3/5 simulated {len(files)} nmon files for {args.hosts} hosts, {args.hours} h at {args.interval} s")
+    # one injected anomaly, so the Anomalies dashboard has an incident to show
+    fault = Fault("linux000", start + timedelta(hours=args.hours * 0.4), 20, steal=30.0)
+    files = simulate(out, args.hosts, start, timedelta(hours=args.hours), args.interval, args.seed, (fault,))
+    print(
+        f"3/5 simulated {len(files)} nmon files for {args.hosts} hosts, {args.hours} h at {args.interval} s"
+        f" (steal 30 % injected on linux000 at {fault.start:%H:%M} for 20 min)"
+    )
     summary = ingest(s, [str(out)], UTC, progress=not args.no_progress)
     print(f"4/5 ingested: {summary.line()}")
     print("5/5 waiting for Flink's windows to land in ClickHouse")
     wait_stable(s, "SELECT count() FROM derived_metrics_v", timeout=180)
     print("\nrows per table:")
-    for table in ("cpu_samples_v", "derived_metrics_v", "dead_letters", "host_cpu_minute"):
+    for table in ("cpu_samples_v", "derived_metrics_v", "dead_letters", "host_cpu_minute", "incidents"):
         print(f"  {table:<20} {query(s, f'SELECT count() FROM {table}')[1][0][0]:>10}")
     print(f"\nready in {time.monotonic() - t0:.0f}s")
     print(
-        f"Superset: {s.superset_url}/superset/dashboard/fleet-cpu/  (user {s['superset']['admin_user']}, "
+        f"Superset: {s.superset_url}/superset/dashboard/fleet-overview/  (user {s['superset']['admin_user']}, "
         f"password {s['superset']['admin_password']})"
     )
     print('SQL:      ./fleetperf sql "SELECT * FROM host_cpu_minute ORDER BY minute DESC LIMIT 10"')
