@@ -364,6 +364,7 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
 
     install.install_all(s)
     install.browser()
+    install.sysstat()
     # pytest runs last so that its summary is the closing line of the run
     steps = [
         ("ruff", [sys.executable, "-m", "ruff", "check", "."], REPO_ROOT),

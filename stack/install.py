@@ -87,10 +87,40 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 def browser() -> tuple[Path, Path]:
-    """Debian's Chromium and ChromeDriver for the dashboard tests; installed with apt when missing
-    (as root, the machines this project targets); elsewhere a clear message."""
-    if CHROMIUM.exists() and CHROMEDRIVER.exists():
-        return CHROMIUM, CHROMEDRIVER
+    """Debian's Chromium and ChromeDriver for the dashboard tests."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        _apt("the dashboard tests need Chromium", "chromium", "chromium-driver")
+    return CHROMIUM, CHROMEDRIVER
+
+
+SADC = Path("/usr/lib/sysstat/sadc")
+SADF = Path("/usr/bin/sadf")
+
+
+def sysstat() -> tuple[Path, Path]:
+    """Debian's sysstat (sadc, sadf): the sadc collector's tests record a fresh file with it and
+    compare our figures with sadf's."""
+    if not (SADC.exists() and SADF.exists()):
+        _apt("the sadc tests need sysstat", "sysstat")
+    return SADC, SADF
+
+
+def _apt(why: str, *packages: str) -> None:
+    """Installed with apt when missing (as root, the machines this project targets); elsewhere a
+    clear message."""
+    import os
+    import shutil
+
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError(f"{why}: apt-get install {' '.join(packages)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+    ):
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     import os
     import shutil
 

@@ -1,0 +1,223 @@
+"""sysstat data file layouts, described once as tables; `reader.py` is driven by them.
+
+Facts from sysstat's sa.h / sa_conv.h / rd_stats.h (format_magic 0x2171: 9.1.6-10.2.1,
+0x2173: 10.3.1-11.6.x, 0x2175: 11.7.1 onward). Two kinds of statistics layouts exist:
+
+* 0x2175 files describe every structure by its counts of (unsigned long long, unsigned long,
+  unsigned int) fields; sysstat groups the fields of one kind together in that order, so a field is
+  "the n-th ULL / UL / U" and an older or newer struct of the same activity magic simply has fewer or
+  more of each (missing ones read as 0, extra ones are skipped). `GROUPED` names them.
+* 0x2171/0x2173 files carry no description: their structs were written with GCC alignment
+  attributes (each ULL on 16 bytes, each UL on 8 ...). `ALIGNED` lists fields with their C type and
+  alignment; offsets are computed like the compiler did, and a struct shorter than the table (an
+  older sysstat) ends the field list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SYSSTAT_MAGIC = 0xD596
+FORMAT_2170 = 0x2170  # 9.1.5 and older: refused, as sar does
+FORMAT_2171 = 0x2171
+FORMAT_2173 = 0x2173
+FORMAT_2175 = 0x2175
+SUPPORTED_FORMATS = (FORMAT_2171, FORMAT_2173, FORMAT_2175)
+
+# Record types (record_header.record_type)
+R_STATS = 1
+R_RESTART = 2
+R_LAST_STATS = 3
+R_COMMENT = 4
+R_EXTRA_MIN, R_EXTRA_MAX = 5, 15
+MAX_COMMENT_LEN = 64
+
+UTSNAME_LEN = 65
+MAX_IFACE_LEN = 16
+
+# Sanity limits a tainted file is checked against (sa.h)
+MAX_FILE_HEADER_SIZE = 8192
+MAX_FILE_ACTIVITY_SIZE = 1024
+MAX_RECORD_HEADER_SIZE = 512
+MAX_NR_ACT = 256
+MAX_EXTRA_NR = 8192
+MAX_EXTRA_SIZE = 1024
+NR_MAX = 65536 * 4096
+NR2_MAX = 1024
+MAX_ITEM_SIZE = 1 << 16
+
+ACTIVITY_NAMES = {
+    1: "cpu",
+    2: "pcsw",
+    3: "irq",
+    4: "swap",
+    5: "page",
+    6: "io",
+    7: "memory",
+    8: "ktables",
+    9: "queue",
+    10: "serial",
+    11: "disk",
+    12: "net_dev",
+    13: "net_edev",
+    14: "net_nfs",
+    15: "net_nfsd",
+    16: "net_sock",
+    17: "net_ip",
+    18: "net_eip",
+    19: "net_icmp",
+    20: "net_eicmp",
+    21: "net_tcp",
+    22: "net_etcp",
+    23: "net_udp",
+    24: "net_sock6",
+    25: "net_ip6",
+    26: "net_eip6",
+    27: "net_icmp6",
+    28: "net_eicmp6",
+    29: "net_udp6",
+    30: "pwr_cpu",
+    31: "pwr_fan",
+    32: "pwr_temp",
+    33: "pwr_in",
+    34: "huge",
+    35: "pwr_freq",
+    36: "pwr_usb",
+    37: "filesystem",
+    38: "net_fc",
+    39: "net_soft",
+    40: "psi_cpu",
+    41: "psi_io",
+    42: "psi_mem",
+}
+A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 12, 13
+
+# Activities whose item count follows the CPU count across RESTARTs in 0x2173 files ("volatile").
+CPU_FIELDS = ("user", "nice", "sys", "idle", "iowait", "steal", "hardirq", "softirq", "guest", "guest_nice")
+MEMORY_FIELDS = (
+    "frmkb",
+    "bufkb",
+    "camkb",
+    "tlmkb",
+    "frskb",
+    "tlskb",
+    "caskb",
+    "comkb",
+    "activekb",
+    "inactkb",
+    "dirtykb",
+    "anonpgkb",
+    "slabkb",
+    "kstackkb",
+    "pgtblkb",
+    "vmusedkb",
+    "availablekb",
+    "shmemkb",
+)
+PAGE_FIELDS = ("pgpgin", "pgpgout", "pgfault", "pgmajfault", "pgfree", "pgscan_kswapd", "pgscan_direct", "pgsteal")
+NET_DEV_FIELDS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_compressed", "tx_compressed", "multicast")
+NET_EDEV_FIELDS = (
+    "collisions",
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "rx_fifo_errors",
+    "tx_fifo_errors",
+    "rx_frame_errors",
+    "tx_carrier_errors",
+)
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """A 0x2175 struct: names of its ULL, UL and U fields, then char arrays (name, length)."""
+
+    ull: tuple[str, ...] = ()
+    ul: tuple[str, ...] = ()
+    u: tuple[str, ...] = ()
+    chars: tuple[tuple[str, int], ...] = ()
+
+
+# (activity id, activity magic) -> layout, for 0x2175 files
+GROUPED: dict[tuple[int, int], Grouped] = {
+    (A_CPU, 0x8B): Grouped(ull=CPU_FIELDS),
+    (A_PCSW, 0x8B): Grouped(ull=("context_switch",), ul=("processes",)),
+    (A_SWAP, 0x8A): Grouped(ul=("pswpin", "pswpout")),
+    (A_PAGE, 0x8A): Grouped(ul=PAGE_FIELDS),
+    (A_MEMORY, 0x8B): Grouped(ull=MEMORY_FIELDS),
+    (A_QUEUE, 0x8C): Grouped(
+        ull=("nr_running", "procs_blocked", "nr_threads"), u=("load_avg_1", "load_avg_5", "load_avg_15")
+    ),
+    (A_NET_DEV, 0x8D): Grouped(ull=NET_DEV_FIELDS, u=("speed",), chars=(("interface", MAX_IFACE_LEN), ("duplex", 1))),
+    (A_NET_EDEV, 0x8C): Grouped(ull=NET_EDEV_FIELDS, chars=(("interface", MAX_IFACE_LEN),)),
+}
+
+# C types of the old formats: (size, default alignment); "ul" depends on the file's sizeof(long)
+ULL, UL, U, CHAR = "ull", "ul", "u", "char"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ctype: str
+    align: int | None = None  # __attribute__((aligned(n))); None = natural alignment
+    length: int = 1  # char arrays
+
+
+def _each(names: tuple[str, ...], ctype: str, align: int | None) -> tuple[Field, ...]:
+    return tuple(Field(n, ctype, align) for n in names)
+
+
+_QUEUE_LOADS = (Field("load_avg_1", U, 8), Field("load_avg_5", U), Field("load_avg_15", U), Field("nr_threads", U))
+
+# (activity id, activity magic) -> fields, for 0x2171 and 0x2173 files (sa_conv.h *_8a/_8b/_8c)
+ALIGNED: dict[tuple[int, int], tuple[Field, ...]] = {
+    (A_CPU, 0x8A): _each(CPU_FIELDS, ULL, 16),
+    (A_PCSW, 0x8A): (Field("context_switch", ULL, 16), Field("processes", UL, 16)),
+    (A_SWAP, 0x8A): _each(("pswpin", "pswpout"), UL, 8),
+    (A_PAGE, 0x8A): _each(PAGE_FIELDS, UL, 8),
+    (A_MEMORY, 0x8A): _each(MEMORY_FIELDS[:17], UL, 8),
+    (A_QUEUE, 0x8A): (Field("nr_running", UL, 8), *_QUEUE_LOADS),
+    (A_QUEUE, 0x8B): (Field("nr_running", UL, 8), Field("procs_blocked", UL, 8), *_QUEUE_LOADS),
+    (A_NET_DEV, 0x8A): (*_each(NET_DEV_FIELDS, UL, 8), Field("interface", CHAR, 8, MAX_IFACE_LEN)),
+    (A_NET_DEV, 0x8B): (*_each(NET_DEV_FIELDS, ULL, 16), Field("interface", CHAR, 16, MAX_IFACE_LEN)),
+    (A_NET_DEV, 0x8C): (
+        *_each(NET_DEV_FIELDS, ULL, 16),
+        Field("speed", U, 16),
+        Field("interface", CHAR, 4, MAX_IFACE_LEN),
+        Field("duplex", CHAR),
+    ),
+    (A_NET_EDEV, 0x8A): (*_each(NET_EDEV_FIELDS, UL, 8), Field("interface", CHAR, 8, MAX_IFACE_LEN)),
+    (A_NET_EDEV, 0x8B): (*_each(NET_EDEV_FIELDS, ULL, 16), Field("interface", CHAR, 16, MAX_IFACE_LEN)),
+}
+
+# Old-format file headers: field name -> (offset from the end of file_magic, struct format char)
+# file_header_2171: ulong sa_ust_time (aligned 8); uint sa_act_nr (aligned 8); day, month, year,
+# sizeof_long (chars); 4 utsname strings. file_header_2173 adds sa_last_cpu_nr and sa_vol_act_nr.
+OLD_HEADER = {
+    FORMAT_2171: {"ust_time": 0, "act_nr": 8, "last_cpu_nr": None, "vol_act_nr": None, "day": 12},
+    FORMAT_2173: {"ust_time": 0, "act_nr": 12, "last_cpu_nr": 8, "vol_act_nr": 16, "day": 20},
+}
+OLD_FILE_MAGIC_SIZE = {FORMAT_2171: 8, FORMAT_2173: 76}
+NEW_FILE_MAGIC_SIZE = 76  # magic, format, 4 version bytes, header_size, upgraded, hdr_types_nr[3], pad[48]
+OLD_FILE_ACTIVITY_SIZE = 20  # id, magic, nr, nr2, size
+# old_record_header: ULL uptime (al 16), ULL uptime0 (al 16), UL ust_time (al 16), record_type (al 8), h, m, s
+OLD_RECORD_HEADER_SIZE = 48
+
+
+def type_size(ctype: str, sizeof_long: int) -> int:
+    return {ULL: 8, UL: sizeof_long, U: 4, CHAR: 1}[ctype]
+
+
+def aligned_offsets(fields: tuple[Field, ...], sizeof_long: int) -> list[tuple[Field, int, int]]:
+    """(field, offset, size) as GCC laid the struct out."""
+    out = []
+    offset = 0
+    for f in fields:
+        size = type_size(f.ctype, sizeof_long)
+        align = f.align or size
+        offset = (offset + align - 1) // align * align
+        out.append((f, offset, size * f.length))
+        offset += size * f.length
+    return out

@@ -1,0 +1,76 @@
+"""sar's text report (`sar -A -f FILE`, LC_ALL=C, TZ=GMT) -> {(section, "HH:MM:SS", item): {name: text}}.
+
+Only what the tests compare against our figures: column headers are mapped to `sadf -j` names
+(the names `ingest.sysstat.rates` uses). Sections are recognised by their header line.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TIME = re.compile(r"^(\d\d:\d\d:\d\d)\s+(.*)$")
+
+# first header word -> (section, whether the first column is an item name, column map)
+_SECTIONS: dict[str, tuple[str, dict[str, str]]] = {
+    "CPU": ("cpu-load-all", {"%usr": "usr", "%nice": "nice", "%sys": "sys", "%iowait": "iowait",
+                             "%steal": "steal", "%irq": "irq", "%soft": "soft", "%guest": "guest",
+                             "%gnice": "gnice", "%idle": "idle"}),
+    "kbmemfree": ("memory", {"kbmemfree": "memfree", "kbavail": "avail", "kbmemused": "memused",
+                             "%memused": "memused-percent", "kbbuffers": "buffers", "kbcached": "cached",
+                             "kbcommit": "commit", "%commit": "commit-percent", "kbactive": "active",
+                             "kbinact": "inactive", "kbdirty": "dirty", "kbanonpg": "anonpg", "kbslab": "slab",
+                             "kbkstack": "kstack", "kbpgtbl": "pgtbl", "kbvmused": "vmused", "kbshmem": "shmem"}),
+    "kbswpfree": ("memory", {"kbswpfree": "swpfree", "kbswpused": "swpused", "%swpused": "swpused-percent",
+                             "kbswpcad": "swpcad", "%swpcad": "swpcad-percent"}),
+    "IFACE": ("net-dev", {"rxpck/s": "rxpck", "txpck/s": "txpck", "rxkB/s": "rxkB", "txkB/s": "txkB",
+                          "rxcmp/s": "rxcmp", "txcmp/s": "txcmp", "rxmcst/s": "rxmcst", "%ifutil": "ifutil-percent",
+                          "rxerr/s": "rxerr", "txerr/s": "txerr", "coll/s": "coll", "rxdrop/s": "rxdrop",
+                          "txdrop/s": "txdrop", "txcarr/s": "txcarr", "rxfram/s": "rxfram", "rxfifo/s": "rxfifo",
+                          "txfifo/s": "txfifo"}),
+    "runq-sz": ("queue", {"runq-sz": "runq-sz", "plist-sz": "plist-sz", "ldavg-1": "ldavg-1",
+                          "ldavg-5": "ldavg-5", "ldavg-15": "ldavg-15", "blocked": "blocked"}),
+    "pgpgin/s": ("paging", {"pgpgin/s": "pgpgin", "pgpgout/s": "pgpgout", "fault/s": "fault", "majflt/s": "majflt",
+                            "pgfree/s": "pgfree", "pgscank/s": "pgscank", "pgscand/s": "pgscand",
+                            "pgsteal/s": "pgsteal", "%vmeff": "vmeff-percent"}),
+    "pswpin/s": ("swap-pages", {"pswpin/s": "pswpin", "pswpout/s": "pswpout"}),
+    "proc/s": ("process-and-context-switch", {"proc/s": "proc", "cswch/s": "cswch"}),
+}  # fmt: skip
+_ITEM_FIRST = {"CPU", "IFACE"}
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def parse(text: str) -> dict[tuple[str, str, str], dict[str, str]]:
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    columns: list[str] | None = None
+    section = ""
+    item_first = False
+    for line in text.splitlines():
+        m = _TIME.match(line)
+        if not m:
+            continue
+        words = m.group(2).split()
+        if not words or words[0] in ("LINUX", "COM"):
+            continue
+        if not _number(words[-1]):  # a header line: starts a section, ours or one we do not compare
+            columns = None
+            if words[0] in _SECTIONS:
+                section, mapping = _SECTIONS[words[0]]
+                if words[0] == "IFACE" and words[1] == "rxerr/s":
+                    section = "net-edev"
+                item_first = words[0] in _ITEM_FIRST
+                columns = [mapping.get(w, "") for w in (words[1:] if item_first else words)]
+            continue
+        if columns is None or len(words) != len(columns) + item_first:
+            continue
+        item = words[0] if item_first else ""
+        values = words[1:] if item_first else words
+        row = out.setdefault((section, m.group(1), item), {})
+        row.update({c: v for c, v in zip(columns, values, strict=True) if c})
+    return out
