@@ -13,6 +13,10 @@ from collections.abc import Iterator
 
 from ingest.sysstat import layouts as lay
 
+# The sar whose figures we reproduce. Its definitions change now and then (12.7 redefined memused);
+# `figures(..., sar=(12, 6))` gives an older sar's, e.g. to compare with a distribution's sadf.
+SAR_VERSION = (12, 7)
+
 Values = dict[str, float]
 Item = tuple[str, Values]  # (item name: "all", "0", "eth0", "" for one-item activities), values
 
@@ -102,17 +106,21 @@ CPU_COUNTERS = lay.CPU_FIELDS
 _CPU_OUT = ("usr", "nice", "sys", "iowait", "steal", "irq", "soft", "guest", "gnice", "idle")
 
 
-def memory(cur: list[dict]) -> Iterator[Item]:
+def memory(cur: list[dict], sar: tuple[int, int] = SAR_VERSION) -> Iterator[Item]:
     m = cur[0]
     g = m.get
     tlm, tls = g("tlmkb", 0), g("tlskb", 0)
     # files older than MemAvailable (sysstat < 11.x) count free memory as available, as sar does
     avail = g("availablekb", g("frmkb", 0))
+    if sar >= (12, 7):
+        nousedmem = avail  # sar 12.7 on: used = total - available
+    else:  # sar up to 12.6: used = total - free - buffers - cached - slab
+        nousedmem = min(g("frmkb", 0) + g("bufkb", 0) + g("camkb", 0) + g("slabkb", 0), tlm)
     values: Values = {
         "memfree": g("frmkb", 0),
         "avail": avail,
-        "memused": tlm - avail,
-        "memused-percent": sp_value(avail, tlm, tlm) if tlm else 0.0,
+        "memused": tlm - nousedmem,
+        "memused-percent": sp_value(nousedmem, tlm, tlm) if tlm else 0.0,
         "buffers": g("bufkb", 0),
         "cached": g("camkb", 0),
         "commit": g("comkb", 0),
@@ -245,7 +253,9 @@ COMPUTE = {
 }
 
 
-def figures(cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int) -> Iterator[tuple[str, str, Values]]:
+def figures(
+    cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int, sar: tuple[int, int] = SAR_VERSION
+) -> Iterator[tuple[str, str, Values]]:
     """(section, item, values) for every known activity present in both records."""
     for aid, (section, fn, kind) in COMPUTE.items():
         c, p = cur.get(aid), prev.get(aid)
@@ -257,6 +267,8 @@ def figures(cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int) -
             if not p:
                 continue
             items = fn(c, p, itv)
+        elif aid == lay.A_MEMORY:
+            items = fn(c, sar)
         else:
             items = fn(c)
         for item, values in items:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ingest.records import Emitted, dead_letter
 from ingest.sysstat import layouts as lay
-from ingest.sysstat.rates import figures
+from ingest.sysstat.rates import SAR_VERSION, figures
 from ingest.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes
 
 SOURCE = "sadc"
@@ -22,6 +22,7 @@ _RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "net-dev
 class Options:
     host_id: str | None = None  # default: the file's nodename
     hz: int | None = None  # jiffies/s of the host of an old (pre-0x2175) file; default 100
+    sar: tuple[int, int] = SAR_VERSION  # whose definitions the figures follow (rates.SAR_VERSION)
 
 
 def steal_trusted(version: str) -> bool:
@@ -53,6 +54,7 @@ class Collector:
         self.host_id = options.host_id or header.nodename or "unknown"
         self.trusted = steal_trusted(header.version)
         self.prev: Record | None = None
+        self.sar = options.sar
         self.sequence = 0  # records seen: the resume position (Emitted.snapshot)
 
     def host_config(self) -> Emitted:
@@ -127,7 +129,7 @@ class Collector:
         }
         cpu_all = None
         online = 0
-        for section, item, values in figures(cur.stats, prev.stats, itv or 1):
+        for section, item, values in figures(cur.stats, prev.stats, itv or 1, self.sar):
             if section in _RATE_SECTIONS and not plausible:
                 continue
             if section == "cpu-load-all":

@@ -1,0 +1,112 @@
+"""A file recorded here and now by Debian's sysstat (sadc) under CPU and network load: every CPU
+(incl. steal), memory and per-interface network figure of ours equals `sadf -j` of the same package."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ingest.sysstat.records import Options, records_of_file
+from stack import install
+
+SAMPLES = 6
+
+
+def _loopback_traffic(stop: threading.Event) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    client = socket.create_connection(server.getsockname())
+    peer, _ = server.accept()
+    chunk = b"x" * 65536
+
+    def drain() -> None:
+        while peer.recv(1 << 20):
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    while not stop.is_set():
+        client.sendall(chunk)
+        time.sleep(0.001)
+    client.close()
+    peer.close()
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    sadc, sadf = install.sysstat()
+    path = tmp_path_factory.mktemp("sadc") / "sa-fresh"
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    stop = threading.Event()
+    traffic = threading.Thread(target=_loopback_traffic, args=(stop,), daemon=True)
+    traffic.start()
+    try:
+        subprocess.run([str(sadc), "-S", "XALL", "1", str(SAMPLES), str(path)], check=True, timeout=60)
+    finally:
+        stop.set()
+        busy.kill()
+        busy.wait()
+    env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
+    sadf_json = subprocess.run(
+        [str(sadf), "-j", str(path), "--", "-u", "ALL", "-P", "ALL", "-r", "ALL", "-S", "-n", "DEV,EDEV"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    version = subprocess.run([str(sadf), "-V"], capture_output=True, text=True).stdout.split()[2]
+    return path, sadf_json, version
+
+
+def _sadf_rows(text: str) -> dict[tuple[str, str, str], dict]:
+    host = json.loads(text)["sysstat"]["hosts"][0]
+    rows = {}
+    for stats in host["statistics"]:
+        t = stats["timestamp"]["time"]
+        for cpu in next(v for k, v in stats.items() if k.startswith("cpu-load")):
+            rows[("cpu-load-all", t, cpu["cpu"])] = {k: v for k, v in cpu.items() if k != "cpu"}
+        rows[("memory", t, "")] = stats["memory"]
+        for section in ("net-dev", "net-edev"):
+            for iface in stats["network"][section]:
+                rows[(section, t, iface["iface"])] = {k: v for k, v in iface.items() if k != "iface"}
+    return rows
+
+
+def test_fresh_file_equals_sadf_json(fresh_file: tuple[Path, str, str]) -> None:
+    path, sadf_json, version = fresh_file
+    major, minor = (int(x) for x in version.split(".")[:2])
+    expected = _sadf_rows(sadf_json)
+    ours = {}
+    for e in records_of_file(path, Options(sar=(major, minor))):
+        assert e.topic_key != "dead_letters", e.record
+        if e.topic_key == "sysstat_samples":
+            r = e.record
+            t = datetime.fromtimestamp(r["ts"] / 1000, UTC).strftime("%H:%M:%S")
+            ours[(r["section"], t, r["item"])] = r["metrics"]
+    assert len({k[1] for k in expected}) == SAMPLES - 1
+    assert set(expected) <= set(ours)
+    compared = 0
+    for key, row in expected.items():
+        for name, value in row.items():
+            got = ours[key][name]
+            if isinstance(value, int):
+                assert int(got) == value, f"{key} {name}: ours {got}, sadf {value}"
+            else:
+                assert format(got, ".2f") == format(value, ".2f"), f"{key} {name}: ours {got}, sadf {value}"
+            compared += 1
+    # the load was seen: one CPU busy, traffic on lo
+    cpu_all = [v for k, v in ours.items() if k[0] == "cpu-load-all" and k[2] == "all"]
+    assert max(v["usr"] + v["sys"] for v in cpu_all) > 20
+    assert max(v["rxkB"] for k, v in ours.items() if k[0] == "net-dev" and k[2] == "lo") > 100
+    assert "steal" in cpu_all[0]
+    assert compared > 200
