@@ -111,6 +111,7 @@ def cmd_ingest(args: argparse.Namespace, s: config.Settings) -> int:
         force=args.force,
         progress=not args.no_progress,
         perfkit_options=_perfkit_options(args),
+        sadc_options=_sadc_options(args),
     )
     print(summary.line())
     return 0
@@ -164,36 +165,71 @@ def _perfkit_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--interval-seconds", type=float, help="interval length of a one-row log report")
 
 
-def cmd_parse_perfkit(args: argparse.Namespace, s: config.Settings) -> int:
+def _print_messages(args: argparse.Namespace, s: config.Settings, desc: str, records_of) -> int:  # noqa: ANN001
+    """Kafka messages of every file as JSON lines on stdout; progress, bad input and a summary on stderr."""
     from tqdm import tqdm
 
-    from ingest.perfkit.parser import scan_file
-    from ingest.perfkit.records import records_of_scan
     from ingest.publish import expand
 
-    options = _perfkit_options(args)
     files = list(expand(args.files))
     counts: dict[str, int] = {}
     problems: list[str] = []
-    unknown: dict[str, list[str]] = {}
-    for path in tqdm(files, unit="file", desc="perfkit", disable=args.no_progress or len(files) < 2, file=sys.stderr):
-        scan = scan_file(path)
-        for fcx, line in scan.unknown_reports.items():
-            unknown.setdefault(fcx, []).append(f"{path}:{line}")
-        for emitted in records_of_scan(scan, options):
+    for path in tqdm(files, unit="file", desc=desc, disable=args.no_progress or len(files) < 2, file=sys.stderr):
+        for emitted in records_of(path):
             if emitted.topic_key == "dead_letters":
                 r = emitted.record
-                problems.append(f"{r['origin_file']}:{r['line']} (byte {r['byte_offset']}): {r['error']}")
+                where = f"line {r['line']}, " if r["line"] else ""
+                problems.append(f"{r['origin_file']} ({where}byte {r['byte_offset']}): {r['error']}")
             counts[emitted.topic_key] = counts.get(emitted.topic_key, 0) + 1
             message = {"topic": s.topic(emitted.topic_key).name, "key": emitted.key, "value": emitted.record}
             sys.stdout.write(json.dumps(message) + "\n")
     for message in problems:
         print(f"bad input: {message}", file=sys.stderr)
-    for fcx, where in sorted(unknown.items()):
-        print(f"unknown report {fcx} skipped ({len(where)}x, first at {where[0]})", file=sys.stderr)
     made = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no records"
     print(f"{len(files)} files: {made}; {len(problems)} errors", file=sys.stderr)
     return 0
+
+
+def cmd_parse_perfkit(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.perfkit.parser import scan_file
+    from ingest.perfkit.records import records_of_scan
+
+    options = _perfkit_options(args)
+    unknown: dict[str, list[str]] = {}
+
+    def records_of(path: Path):  # noqa: ANN202
+        scan = scan_file(path)
+        for fcx, line in scan.unknown_reports.items():
+            unknown.setdefault(fcx, []).append(f"{path}:{line}")
+        return records_of_scan(scan, options)
+
+    code = _print_messages(args, s, "perfkit", records_of)
+    for fcx, where in sorted(unknown.items()):
+        print(f"unknown report {fcx} skipped ({len(where)}x, first at {where[0]})", file=sys.stderr)
+    return code
+
+
+def _sadc_options(args: argparse.Namespace):  # noqa: ANN202
+    from ingest.sysstat.records import Options
+
+    sar = tuple(int(x) for x in args.sar_version.split(".")[:2]) if args.sar_version else None
+    return Options(host_id=args.sadc_host_id, hz=args.hz, **({"sar": sar} if sar else {}))
+
+
+def _sadc_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("sysstat (sadc) files")
+    g.add_argument("--hz", type=int, help="jiffies per second of the host of a pre-11.7 file (default 100)")
+    g.add_argument(
+        "--sar-version", help="reproduce this sar's definitions, e.g. 12.6 (memused); default: sar 12.7 and later"
+    )
+    g.add_argument("--sadc-host-id", help="host_id for the file's records (default: the nodename it records)")
+
+
+def cmd_parse_sadc(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.sysstat.records import records_of_file
+
+    options = _sadc_options(args)
+    return _print_messages(args, s, "sadc", lambda path: records_of_file(path, options))
 
 
 def _records_of(args: argparse.Namespace, path: Path):  # noqa: ANN202
@@ -210,6 +246,8 @@ def _records_of(args: argparse.Namespace, path: Path):  # noqa: ANN202
 def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
     if args.source == "perfkit":
         return cmd_parse_perfkit(args, s)
+    if args.source == "sadc":
+        return cmd_parse_sadc(args, s)
     out = sys.stdout
     for name in args.files:
         try:
@@ -412,11 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     ing = add(
         "ingest",
         cmd_ingest,
-        "publish nmon files and z/VM Performance Toolkit reports (files, directories or globs) to Kafka;"
-        " skips what was published",
+        "publish nmon files, sysstat (sadc) files and z/VM Performance Toolkit reports (files, directories"
+        " or globs) to Kafka; skips what was published",
     )
     ing.add_argument(
-        "paths", nargs="+", help="files (.nmon, .nmon.gz, Toolkit report text), directories or quoted globs"
+        "paths", nargs="+", help="files (.nmon, .nmon.gz, saDD, Toolkit report text), directories or quoted globs"
     )
     ing.add_argument("--tz", default="UTC", help="time zone of the timestamps (default UTC), e.g. Europe/Berlin")
     ing.add_argument("--force", action="store_true", help="publish again even if already published")
@@ -424,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument(
         "--follow",
         action="store_true",
-        help="keep publishing new snapshots as nmon writes them (and new files of a directory)",
+        help="keep publishing new snapshots as nmon or sadc write them (and new files of a directory)",
     )
     ing.add_argument("--poll", type=float, default=1.0, help="--follow: seconds between checks (default 1)")
     ing.add_argument(
@@ -434,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="--follow: finish a file idle this long once a newer file of its host exists (default 120)",
     )
     _perfkit_args(ing)
+    _sadc_args(ing)
 
     sim = add("simulate", cmd_simulate, "write a synthetic fleet of nmon files")
     sim.add_argument("--out", required=True, help="output directory")
@@ -453,11 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
     parse = add(
         "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
     )
-    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat", "perfkit"])
-    parse.add_argument("files", nargs="+", help="files; perfkit: also directories and quoted globs")
+    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat", "perfkit", "sadc"])
+    parse.add_argument("files", nargs="+", help="files; perfkit, sadc: also directories and quoted globs")
     parse.add_argument("--tz", default="UTC", help="nmon, perfkit: time zone of the timestamps")
-    parse.add_argument("--no-progress", action="store_true", help="perfkit: no progress bar")
+    parse.add_argument("--no-progress", action="store_true", help="perfkit, sadc: no progress bar")
     _perfkit_args(parse)
+    _sadc_args(parse)
     _identity_args(parse)
     parse.add_argument("--ts", help="hpmstat/entstat: ISO time of the capture (default: file modification time)")
 

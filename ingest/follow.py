@@ -1,4 +1,5 @@
-"""Live tail: publish snapshots of nmon files while nmon is still writing them.
+"""Live tail: publish snapshots of nmon files while nmon is still writing them, and records of
+sysstat files while sadc appends to them (a record is published once it is whole).
 
 Only complete lines are read; a snapshot is published when the next ZZZZ line shows it is
 complete, so records lag nmon by one interval. Directories are re-scanned for new files (nmon's
@@ -20,6 +21,7 @@ from core.kafka_avro import AvroProducer
 from ingest.ledger import Ledger
 from ingest.nmon.parser import open_binary
 from ingest.publish import FilePublisher, Summary, expand
+from ingest.sysstat import records as sadc
 
 
 @dataclass
@@ -29,6 +31,13 @@ class _Tailed:
     line_no: int = 0
     partial: bytes = b""
     last_growth: float = 0.0
+    sysstat: sadc.Tail | None = None  # a sysstat file: read by records, not lines
+
+    @property
+    def host_id(self) -> str | None:
+        if self.sysstat is not None:
+            return self.sysstat.collector.host_id if self.sysstat.collector else None
+        return self.publisher.parser.host_id
 
 
 class Follower:
@@ -74,7 +83,8 @@ class Follower:
                 if publisher.already_done():
                     self.finished.add(path)
                     continue
-                self.files[path] = _Tailed(publisher, last_growth=time.monotonic())
+                tail = sadc.Tail(path, sadc.Options()) if sadc.is_sadc_file(path) else None
+                self.files[path] = _Tailed(publisher, last_growth=time.monotonic(), sysstat=tail)
                 self.summary.files += 1
         for path, tailed in list(self.files.items()):
             self._read_new_lines(path, tailed)
@@ -88,6 +98,13 @@ class Follower:
         if size == tailed.offset + len(tailed.partial):
             return
         tailed.last_growth = time.monotonic()
+        if tailed.sysstat is not None:
+            for emitted in tailed.sysstat.poll():
+                tailed.publisher.send(emitted)
+            self.summary.bytes += size - tailed.offset
+            tailed.offset = size
+            tailed.publisher.offset_seen = tailed.sysstat.offset or 0
+            return
         with open_binary(path) as handle:
             handle.seek(tailed.offset + len(tailed.partial))
             data = tailed.partial + handle.read()
@@ -105,11 +122,10 @@ class Follower:
         for path, tailed in list(self.files.items()):
             if now - tailed.last_growth < self.finish_idle:
                 continue
-            host = tailed.publisher.parser.host_id
             newer = [
                 p
                 for p, t in self.files.items()
-                if p != path and t.publisher.parser.host_id == host and p.stat().st_mtime > path.stat().st_mtime
+                if p != path and t.host_id == tailed.host_id and p.stat().st_mtime > path.stat().st_mtime
             ]
             if newer:
                 tailed.publisher.finish()

@@ -20,6 +20,7 @@ from ingest.perfkit import parser as perfkit
 from ingest.perfkit.records import Options as PerfkitOptions
 from ingest.perfkit.records import records_of_file as perfkit_records
 from ingest.records import Emitted
+from ingest.sysstat import records as sadc
 
 CHECKPOINT_SNAPSHOTS = 2000
 
@@ -105,8 +106,11 @@ class FilePublisher:
         if emitted.topic_key == "nmon_snapshots":
             self.summary.snapshots += 1
             self.summary.values += sum(len(row["values"]) for row in emitted.record["rows"])
-            self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
             self.unsaved += 1
+        elif emitted.topic_key == "sysstat_samples":
+            self.summary.values += len(emitted.record["metrics"])
+        if emitted.snapshot:
+            self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
 
 
 def _opener(path: Path):  # noqa: ANN202
@@ -114,19 +118,23 @@ def _opener(path: Path):  # noqa: ANN202
 
 
 def expand(inputs: Iterable[str]) -> Iterator[Path]:
-    """Files as given; directories recursively (*.nmon, *.nmon.gz and Performance Toolkit reports);
-    shell-style globs."""
+    """Files as given; directories recursively (*.nmon, *.nmon.gz, sysstat saDD files and Performance
+    Toolkit reports); shell-style globs."""
     for item in inputs:
         matches = [Path(m) for m in sorted(glob.glob(item, recursive=True))] if glob.has_magic(item) else [Path(item)]
         if not matches:
             raise FileNotFoundError(f"no file matches {item}")
         for path in matches:
             if path.is_dir():
-                yield from sorted(p for p in path.rglob("*") if p.is_file() and (".nmon" in p.name or perfkit.sniff(p)))
+                yield from sorted(p for p in path.rglob("*") if p.is_file() and _collectable(p))
             elif path.exists():
                 yield path
             else:
                 raise FileNotFoundError(f"no such file: {path}")
+
+
+def _collectable(path: Path) -> bool:
+    return ".nmon" in path.name or sadc.is_sadc_file(path) or perfkit.sniff(path)
 
 
 def ingest(
@@ -137,6 +145,7 @@ def ingest(
     progress: bool = True,
     producer: AvroProducer | None = None,
     perfkit_options: PerfkitOptions | None = None,
+    sadc_options: sadc.Options | None = None,
 ) -> Summary:
     files = list(expand(inputs))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
@@ -152,6 +161,12 @@ def ingest(
                 publisher.resume_snapshot, publisher.resume_offset = 0, -1
             elif publisher.already_done():
                 summary.skipped += 1
+                bar.update(size)
+                continue
+            if sadc.is_sadc_file(path):
+                publish_complete(path, publisher, sadc.records_of_file(path, sadc_options or sadc.Options()))
+                summary.files += 1
+                summary.bytes += size
                 bar.update(size)
                 continue
             if ".nmon" not in path.name and perfkit.sniff(path):
@@ -180,6 +195,12 @@ def ingest(
 
 def publish_report(path: Path, publisher: FilePublisher, options: PerfkitOptions) -> None:
     """A Performance Toolkit report is complete when written: all its records, then the ledger."""
-    for emitted in perfkit_records(path, options):
+    publish_complete(path, publisher, perfkit_records(path, options))
+
+
+def publish_complete(path: Path, publisher: FilePublisher, records: Iterable[Emitted]) -> None:
+    """All records of a file read as a whole, then the ledger (records already acknowledged before a
+    crash are skipped by their position)."""
+    for emitted in records:
         publisher.send(emitted)
     publisher.finish()
