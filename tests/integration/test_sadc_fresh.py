@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
-import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,45 +13,15 @@ import pytest
 
 from ingest.sysstat.records import Options, records_of_file
 from stack import install
+from tests.integration.sadc_recording import record
 
 SAMPLES = 6
 
 
-def _loopback_traffic(stop: threading.Event) -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    client = socket.create_connection(server.getsockname())
-    peer, _ = server.accept()
-    chunk = b"x" * 65536
-
-    def drain() -> None:
-        while peer.recv(1 << 20):
-            pass
-
-    threading.Thread(target=drain, daemon=True).start()
-    while not stop.is_set():
-        client.sendall(chunk)
-        time.sleep(0.001)
-    client.close()
-    peer.close()
-    server.close()
-
-
 @pytest.fixture(scope="module")
 def fresh_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    sadc, sadf = install.sysstat()
-    path = tmp_path_factory.mktemp("sadc") / "sa-fresh"
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    stop = threading.Event()
-    traffic = threading.Thread(target=_loopback_traffic, args=(stop,), daemon=True)
-    traffic.start()
-    try:
-        subprocess.run([str(sadc), "-S", "XALL", "1", str(SAMPLES), str(path)], check=True, timeout=60)
-    finally:
-        stop.set()
-        busy.kill()
-        busy.wait()
+    _, sadf = install.sysstat()
+    path = record(tmp_path_factory.mktemp("sadc") / "sa-fresh", SAMPLES)
     env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
     sadf_json = subprocess.run(
         [str(sadf), "-j", str(path), "--", "-u", "ALL", "-P", "ALL", "-r", "ALL", "-S", "-n", "DEV,EDEV"],
