@@ -415,20 +415,23 @@ class SaFile:
 
     def _stats(self, off: int, counted: bool) -> tuple[dict[int, list[Counters]], int]:
         d = self.data
+        size = len(d)
         out: dict[int, list[Counters]] = {}
         for a in self.header.activities:
             nr = a.nr
             if counted and a.has_nr:
-                self._need(off, 4, f"item count of activity {a.name}")
+                if off + 4 > size:
+                    self._need(off, 4, f"item count of activity {a.name}")
                 nr = self._i32.unpack_from(d, off)[0]
                 if not 0 <= nr <= lay.NR_MAX:
                     raise FormatError(off, f"activity {a.name}: item count {nr} out of range")
                 off += 4
             total = nr * a.nr2 * a.size
-            self._need(off, total, f"statistics of activity {a.name}")
+            if off + total > size:
+                self._need(off, total, f"statistics of activity {a.name}")
             if a.decoder is not None:
-                dec = a.decoder
-                out[a.id] = [dec.decode(d, off + i * a.size) for i in range(nr * a.nr2)]
+                decode, step = a.decoder.decode, a.size
+                out[a.id] = [decode(d, off + i * step) for i in range(nr * a.nr2)]
             off += total
         return out, off
 
