@@ -225,6 +225,23 @@ def _sadc_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sadc-host-id", help="host_id for the file's records (default: the nodename it records)")
 
 
+def cmd_parse_zvm(args: argparse.Namespace, s: config.Settings) -> int:
+    from ingest.zvm.monitor_records import Options, records_of_bytes
+
+    options = Options(system=args.zvm_system)
+    counts: dict[str, int] = {}
+
+    def records_of(path: Path):  # noqa: ANN202
+        emitted, seen = records_of_bytes(path.read_bytes(), str(path), options)
+        yield from emitted
+        for key, n in seen.items():
+            counts[key] = counts.get(key, 0) + n
+
+    code = _print_messages(args, s, "zvm", records_of)
+    print("monitor records: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), file=sys.stderr)
+    return code
+
+
 def cmd_parse_sadc(args: argparse.Namespace, s: config.Settings) -> int:
     from ingest.sysstat.records import records_of_file
 
@@ -248,6 +265,8 @@ def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
         return cmd_parse_perfkit(args, s)
     if args.source == "sadc":
         return cmd_parse_sadc(args, s)
+    if args.source == "zvm":
+        return cmd_parse_zvm(args, s)
     out = sys.stdout
     for name in args.files:
         try:
@@ -260,11 +279,35 @@ def cmd_parse(args: argparse.Namespace, s: config.Settings) -> int:
     return 0
 
 
+def _collect_zvm_monitor(args: argparse.Namespace, producer) -> int:  # noqa: ANN001
+    from ingest.zvm.monitor_live import follow
+    from ingest.zvm.monitor_records import Collector, Options
+
+    source = args.file[0] if args.file else args.device
+    collector = Collector(source, Options(system=args.zvm_system))
+    published = 0
+    print(f"reading CP monitor data from {source} (Ctrl-C to stop)")
+    try:
+        with open(source, "rb", buffering=0) as handle:
+            for emitted in follow(handle, collector, stop_at_end=bool(args.file) and args.once):
+                producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+                published += 1
+                if emitted.topic_key == "zvm_system_samples":  # one per interval: a good moment to flush
+                    producer.flush()
+    except KeyboardInterrupt:
+        pass
+    producer.flush()
+    print(f"published {published} records")
+    return 0
+
+
 def cmd_collect(args: argparse.Namespace, s: config.Settings) -> int:
     from core.kafka_avro import AvroProducer
     from ingest.aix import collect
 
     producer = AvroProducer(s)
+    if args.kind == "zvm-monitor":
+        return _collect_zvm_monitor(args, producer)
     who = _identity(args)
 
     def publish(records: list) -> None:  # noqa: ANN001
@@ -492,10 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     parse = add(
         "parse", cmd_parse, "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
     )
-    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat", "perfkit", "sadc"])
-    parse.add_argument("files", nargs="+", help="files; perfkit, sadc: also directories and quoted globs")
+    parse.add_argument("source", choices=["nmon", "hpmstat", "entstat", "perfkit", "sadc", "zvm"])
+    parse.add_argument(
+        "files", nargs="+", help="files; perfkit, sadc, zvm (MONWRITE files, monreader captures): also directories"
+    )
     parse.add_argument("--tz", default="UTC", help="nmon, perfkit: time zone of the timestamps")
-    parse.add_argument("--no-progress", action="store_true", help="perfkit, sadc: no progress bar")
+    parse.add_argument("--no-progress", action="store_true", help="perfkit, sadc, zvm: no progress bar")
     _perfkit_args(parse)
     _sadc_args(parse)
     _identity_args(parse)
@@ -504,9 +549,12 @@ def build_parser() -> argparse.ArgumentParser:
     col = add(
         "collect",
         cmd_collect,
-        "run hpmstat / entstat on this AIX host (or read captured output) and publish; read Linux bonding",
+        "run hpmstat / entstat on this AIX host (or read captured output) and publish; read Linux bonding;"
+        " stream the z/VM CP monitor from /dev/monreader",
     )
-    col.add_argument("kind", choices=["hpmstat", "entstat", "bonding"])
+    col.add_argument("kind", choices=["hpmstat", "entstat", "bonding", "zvm-monitor"])
+    col.add_argument("--device", default="/dev/monreader", help="zvm-monitor: the monitor reader device")
+    col.add_argument("--zvm-system", help="zvm-monitor: z/VM system name (default: from the monitor's MRMTRSYS)")
     col.add_argument("--file", nargs="+", help="captured command output instead of running the command")
     col.add_argument("--adapter", default="ent0", help="entstat: adapter, e.g. the EtherChannel ent2")
     col.add_argument("--group", type=int, default=10, help="hpmstat: counter group (10 = SLB misses)")

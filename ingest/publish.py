@@ -21,6 +21,7 @@ from ingest.perfkit.records import Options as PerfkitOptions
 from ingest.perfkit.records import records_of_file as perfkit_records
 from ingest.records import Emitted
 from ingest.sysstat import records as sadc
+from ingest.zvm import monitor_records as zvm_monitor
 
 CHECKPOINT_SNAPSHOTS = 2000
 
@@ -134,7 +135,7 @@ def expand(inputs: Iterable[str]) -> Iterator[Path]:
 
 
 def _collectable(path: Path) -> bool:
-    return ".nmon" in path.name or sadc.is_sadc_file(path) or perfkit.sniff(path)
+    return ".nmon" in path.name or sadc.is_sadc_file(path) or zvm_monitor.sniff(path) or perfkit.sniff(path)
 
 
 def ingest(
@@ -169,6 +170,13 @@ def ingest(
                 summary.bytes += size
                 bar.update(size)
                 continue
+            if ".nmon" not in path.name and zvm_monitor.sniff(path):
+                options = zvm_monitor.Options(system=perfkit_options.system if perfkit_options else None)
+                publish_complete(path, publisher, _numbered(zvm_monitor.records_of_file(path, options)))
+                summary.files += 1
+                summary.bytes += size
+                bar.update(size)
+                continue
             if ".nmon" not in path.name and perfkit.sniff(path):
                 publish_report(path, publisher, perfkit_options or PerfkitOptions(tz=tz))
                 summary.files += 1
@@ -196,6 +204,12 @@ def ingest(
 def publish_report(path: Path, publisher: FilePublisher, options: PerfkitOptions) -> None:
     """A Performance Toolkit report is complete when written: all its records, then the ledger."""
     publish_complete(path, publisher, perfkit_records(path, options))
+
+
+def _numbered(records: Iterable[Emitted]) -> Iterator[Emitted]:
+    """Positions for resuming a file read as a whole: the n-th record it makes."""
+    for n, emitted in enumerate(records, start=1):
+        yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
 
 
 def publish_complete(path: Path, publisher: FilePublisher, records: Iterable[Emitted]) -> None:

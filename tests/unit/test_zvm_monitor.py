@@ -12,8 +12,8 @@ from ingest.zvm import monitor_layouts as lay
 from ingest.zvm import monitor_writer as w
 from ingest.zvm.monitor import (
     Damage,
-    MonRecord,
     MonreaderStream,
+    MonRecord,
     decode_fields,
     read_any,
     tod_to_unix_us,
@@ -98,13 +98,13 @@ def _interval(at: float, users: dict[str, tuple[float, float]], cpus: dict[int, 
     return out
 
 
-def _fcx112_monitor_data() -> list[bytes]:
+def _fcx112_monitor_data(system: str = "VMLINUX7") -> list[bytes]:
     """Seed 004 L899-926 (FCX112): LNKDB2 TCPU .823 VCPU .818, LNKIHS .012/.011, RSCS .002/.001 in
     a 60 s interval, as cumulative counters of two samples."""
     base = {"LNKDB2": (500.0, 400.0), "LNKIHS": (20.0, 15.0), "RSCS": (3.0, 2.0)}
     after = {u: (t + d[0], v + d[1]) for (u, (t, v)), d in zip(
         base.items(), [(0.823, 0.818), (0.012, 0.011), (0.002, 0.001)], strict=True)}  # fmt: skip
-    config_records = [w.record(1, 4, _tod(-5), {"system_id": "VMLINUX7", "systod_ipl": _tod(-86400)})]
+    config_records = [w.record(1, 4, _tod(-5), {"system_id": system, "systod_ipl": _tod(-86400)})]
     cpus0 = {0: (1000.0, 800.0), 1: (1100.0, 700.0)}
     cpus1 = {0: (1000.0 + 45.0, 800.0 + 12.0), 1: (1100.0 + 30.0, 700.0 + 25.0)}  # 15 s and 30 s busy
     return config_records + _interval(0, base, cpus0) + _interval(60, after, cpus1)
