@@ -60,18 +60,33 @@ def unix_us_to_tod(us: int) -> int:
     return (us + lay.TOD_EPOCH_OFFSET_S * 1_000_000) << 12
 
 
+_CODES = {"u1": "B", "u2": "H", "s2": "h", "u4": "I", "s4": "i", "u8": "Q", "tod": "Q", "cputimer": "Q"}
+_COMPILED: dict[tuple[lay.Field, ...], tuple[struct.Struct, tuple[str, ...], tuple[int, ...]]] = {}
+
+
+def _compile(fields: tuple[lay.Field, ...]) -> tuple[struct.Struct, tuple[str, ...], tuple[int, ...]]:
+    """One struct per layout: fields in offset order with pad bytes between them."""
+    fmt, pos, names, texts = [">"], 0, [], []
+    for f in sorted(fields, key=lambda f: f.offset):
+        if f.offset > pos:
+            fmt.append(f"{f.offset - pos}x")
+        fmt.append(_CODES.get(f.type, f"{f.size}s"))
+        if f.type.startswith("ebcdic"):
+            texts.append(len(names))
+        names.append(f.name)
+        pos = f.offset + f.size
+    return struct.Struct("".join(fmt)), tuple(names), tuple(texts)
+
+
 def decode_fields(fields: tuple[lay.Field, ...], buf: bytes | memoryview, base: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields:
-        at = base + f.offset
-        t = f.type
-        if t.startswith("ebcdic"):
-            out[f.name] = bytes(buf[at : at + f.size]).decode(lay.EBCDIC).rstrip(" \0")
-        elif t.startswith("raw"):
-            out[f.name] = bytes(buf[at : at + f.size])
-        else:
-            out[f.name] = int.from_bytes(buf[at : at + f.size], "big", signed=t[0] == "s")
-    return out
+    compiled = _COMPILED.get(fields)
+    if compiled is None:
+        compiled = _COMPILED[fields] = _compile(fields)
+    packer, names, texts = compiled
+    values = list(packer.unpack_from(buf, base))
+    for i in texts:
+        values[i] = values[i].decode(lay.EBCDIC).rstrip(" \0")
+    return dict(zip(names, values, strict=True))
 
 
 def _decode_appldata(rec: MonRecord, buf: bytes, start: int) -> dict[str, Any] | None:
