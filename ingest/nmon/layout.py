@@ -55,6 +55,8 @@ CPU_SAMPLE_FIELDS = (
     "physc",
     "entitled",
     "virtual_cpus",
+    "pool_cpus",
+    "pool_idle",
 )
 INT_CPU_FIELDS = {"cpus", "virtual_cpus"}
 _CPU_COLUMNS = {
@@ -67,7 +69,13 @@ _CPU_COLUMNS = {
         "CPUs": "cpus",
         "PhysicalCPUs": "cpus",
     },
-    "LPAR": {"PhysicalCPU": "physc", "entitled": "entitled", "virtualCPUs": "virtual_cpus"},
+    "LPAR": {
+        "PhysicalCPU": "physc",
+        "entitled": "entitled",
+        "virtualCPUs": "virtual_cpus",
+        "poolCPUs": "pool_cpus",
+        "PoolIdle": "pool_idle",
+    },
 }
 
 

@@ -36,6 +36,8 @@ def test_aix_lpar_physc_and_entitlement(corpus: Path) -> None:
     t2 = next(r for r in good if r["origin_snapshot"] == "T0002")
     # LPAR,T0002,1.429,7,28,16,1.30,...   CPU_ALL,T0002,33.1,31.4,0.1,35.4,,28
     assert (t2["physc"], t2["entitled"], t2["virtual_cpus"]) == (1.429, 1.30, 7)
+    # LPAR,T0002,1.429,7,28,16,1.30,128,0.00,...: a 16-processor pool, PoolIdle 0 (no pool authority)
+    assert (t2["pool_cpus"], t2["pool_idle"]) == (16.0, 0.0)
     assert (t2["user_pct"], t2["sys_pct"], t2["wait_pct"], t2["idle_pct"]) == (33.1, 31.4, 0.1, 35.4)
     assert t2["steal_pct"] is None
     assert t2["host_id"] == "0123456A-6"  # SerialNumber + LPAR number survive host renames

@@ -8,6 +8,9 @@ public class CpuSample extends BaseSample {
   public Double stealPct;
   public Double physc;
   public Double entitled;
+  /** AIX shared pool: its size and its idle processors (null where the source has no pool). */
+  public Double poolCpus;
+  public Double poolIdle;
 
   public CpuSample() {}
 
@@ -29,7 +32,17 @@ public class CpuSample extends BaseSample {
     this.stream = stream;
   }
 
+  /** The same sample with the AIX shared pool seen from this LPAR. */
+  public CpuSample withPool(Double poolCpus, Double poolIdle) {
+    this.poolCpus = poolCpus;
+    this.poolIdle = poolIdle;
+    return this;
+  }
+
   static CpuSample fromAvro(GenericRecord r) {
+    // records written before the pool fields existed have none (schema evolution)
+    Double poolCpus = r.hasField("pool_cpus") ? (Double) r.get("pool_cpus") : null;
+    Double poolIdle = r.hasField("pool_idle") ? (Double) r.get("pool_idle") : null;
     return new CpuSample(
         r.get("host_id").toString(),
         r.get("hostname").toString(),
@@ -38,6 +51,7 @@ public class CpuSample extends BaseSample {
         (Double) r.get("steal_pct"),
         (Double) r.get("physc"),
         (Double) r.get("entitled"),
-        r.get("origin_file").toString());
+        r.get("origin_file").toString())
+        .withPool(poolCpus, poolIdle);
   }
 }
