@@ -32,6 +32,9 @@ def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
         "link_aggregation_members",
         "lpar_cpus_v",
         "incidents",
+        "sysstat_samples_v",
+        "sysstat_cpu_v",
+        "cpu_steal_per_cpu_minute",
     ):
         ch.query(f"SELECT * FROM {view} LIMIT 1")
 
@@ -83,3 +86,32 @@ def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
     guest = ch.query("SELECT tcpu_s, vcpu_s, share_absolute FROM zvm_guest_samples WHERE userid = 'PERFSVM'")
     assert guest.result_rows == [(0.004, 0.004, True)]
     assert ch.query("SELECT count(), max(paging_xstore_rate) FROM zvm_system_samples").result_rows == [(14, 317.1)]
+
+
+def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: Path) -> None:
+    from datetime import UTC
+
+    from ingest.nmon.parser import parse_file
+    from ingest.sysstat.records import Options, records_of_file
+    from warehouse.rows import RowMapper
+
+    settings = embedded_settings(embedded_path, "steal_test")
+    ch, _ran = migrate(settings)
+    mapper = RowMapper(settings)
+    emitted = list(parse_file(corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon", UTC))
+    emitted += list(records_of_file(corpus / "sysstat" / "binary" / "data-12.0.0", Options(host_id="sadchost")))
+    rows: dict[str, list] = {}
+    for e in emitted:
+        for table, row in mapper.rows(settings.topic(e.topic_key).name, e.record):
+            rows.setdefault(table, []).append(row)
+    for table, batch in rows.items():
+        ch.insert(table, batch, column_names=mapper.columns[table])
+    nmon = ch.query(
+        "SELECT DISTINCT cpu FROM cpu_steal_per_cpu_minute WHERE host_id = 'VM-12-13-centos' ORDER BY cpu"
+    ).result_rows
+    assert nmon == [("0",), ("1",)]  # CPU001/CPU002 of a 2-CPU guest
+    sadc = ch.query(
+        "SELECT count(DISTINCT cpu), max(steal_pct), any(source) FROM cpu_steal_per_cpu_minute"
+        " WHERE host_id = 'sadchost'"
+    ).result_rows
+    assert sadc == [(8, 0.0, "sadc")]
