@@ -38,6 +38,8 @@ def _sample(host: int, ts_ms: int) -> dict:
         "physc": None,
         "entitled": None,
         "virtual_cpus": None,
+        "pool_cpus": None,
+        "pool_idle": None,
         "origin_file": f"{name}.nmon",
         "origin_snapshot": f"T{ts_ms // 10_000}",
     }

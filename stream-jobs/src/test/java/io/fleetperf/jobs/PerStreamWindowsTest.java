@@ -145,6 +145,18 @@ class PerStreamWindowsTest {
   }
 
   @Test
+  void samplesOfOneSecondShareTheirTimers() throws Exception {
+    for (int i = 0; i < 50; i++) {
+      harness.setProcessingTime(10_001 + i * 10); // 50 samples within one second
+      steal("a", 10_000 + i * 100, 1.0);
+    }
+    // idle (3 s) and retain (20 s) timers rounded up to whole seconds: 2, not 100
+    assertEquals(2, harness.numProcessingTimeTimers());
+    assertEquals(13_000, PerStreamWindows.timerAt(13_000));
+    assertEquals(14_000, PerStreamWindows.timerAt(13_001));
+  }
+
+  @Test
   void windowStartHandlesNegativeAndExactBoundaries() {
     assertEquals(0, PerStreamWindows.windowStart(0, MIN));
     assertEquals(MIN, PerStreamWindows.windowStart(MIN, MIN));
