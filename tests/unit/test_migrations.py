@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from core import config
 from tests.conftest import embedded_settings, table_columns
@@ -66,19 +67,12 @@ def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
     from ingest.perfkit.parser import scan_file
     from ingest.perfkit.records import Options, records_of_scan
     from tests.unit.test_perfkit import DATA
-    from warehouse.rows import RowMapper
 
-    settings = embedded_settings(embedded_path, "perfkit_test")
-    ch, _ = migrate(settings)
-    mapper = RowMapper(settings)
     options = Options(system="VMLINUX7", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
-    rows: dict[str, list] = {}
-    for name in ("fcx112_user.txt", "fcx225_syssumlog.txt", "fcx126_lpar.txt"):
-        for emitted in records_of_scan(scan_file(DATA / name), options):
-            for table, row in mapper.rows(settings.topic(emitted.topic_key).name, emitted.record):
-                rows.setdefault(table, []).append(row)
-    for table, batch in rows.items():
-        ch.insert(table, batch, column_names=mapper.columns[table])
+    names = ("fcx112_user.txt", "fcx225_syssumlog.txt", "fcx126_lpar.txt")
+    ch = _loaded(
+        embedded_path, "perfkit_test", [e for n in names for e in records_of_scan(scan_file(DATA / n), options)]
+    )
     a12 = ch.query(
         "SELECT cpu, cpu_type, busy_pct, vmld_pct FROM lpar_cpus_v WHERE partition = 'A12' ORDER BY cpu"
     ).result_rows
@@ -88,24 +82,35 @@ def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
     assert ch.query("SELECT count(), max(paging_xstore_rate) FROM zvm_system_samples").result_rows == [(14, 317.1)]
 
 
-def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: Path) -> None:
-    from datetime import UTC
-
-    from ingest.nmon.parser import parse_file
-    from ingest.sysstat.records import Options, records_of_file
+def _loaded(embedded_path: Path, database: str, emitted: list) -> Any:
+    """A fresh warehouse database holding the rows the sink would insert for these records."""
     from warehouse.rows import RowMapper
 
-    settings = embedded_settings(embedded_path, "steal_test")
-    ch, _ran = migrate(settings)
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
     mapper = RowMapper(settings)
-    emitted = list(parse_file(corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon", UTC))
-    emitted += list(records_of_file(corpus / "sysstat" / "binary" / "data-12.0.0", Options(host_id="sadchost")))
     rows: dict[str, list] = {}
     for e in emitted:
         for table, row in mapper.rows(settings.topic(e.topic_key).name, e.record):
             rows.setdefault(table, []).append(row)
     for table, batch in rows.items():
         ch.insert(table, batch, column_names=mapper.columns[table])
+    return ch
+
+
+def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: Path) -> None:
+    from datetime import UTC
+
+    from ingest.nmon.parser import parse_file
+    from ingest.sysstat.records import Options, records_of_file
+    from ingest.zvm.monitor_records import Options as MonitorOptions
+    from ingest.zvm.monitor_records import records_of_bytes
+    from tests.unit.test_zvm_monitor import appldata_capture
+
+    emitted = list(parse_file(corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon", UTC))
+    emitted += list(records_of_file(corpus / "sysstat" / "binary" / "data-12.0.0", Options(host_id="sadchost")))
+    emitted += list(records_of_bytes(appldata_capture(), "capture", MonitorOptions())[0])
+    ch = _loaded(embedded_path, "steal_test", emitted)
     nmon = ch.query(
         "SELECT DISTINCT cpu FROM cpu_steal_per_cpu_minute WHERE host_id = 'VM-12-13-centos' ORDER BY cpu"
     ).result_rows
@@ -115,3 +120,8 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
         " WHERE host_id = 'sadchost'"
     ).result_rows
     assert sadc == [(8, 0.0, "sadc")]
+    appl = ch.query(
+        "SELECT cpu, round(steal_pct, 6), source FROM cpu_steal_per_cpu_minute WHERE host_id = 'ZVMA/LNXWEB1'"
+        " ORDER BY cpu"
+    ).result_rows
+    assert appl == [("0", 10.0, "appldata"), ("1", 25.0, "appldata")]

@@ -190,20 +190,19 @@ def _cpu(user: int, system: int, idle: int, steal: int) -> dict[str, int]:
             "steal": steal}  # fmt: skip
 
 
-def test_appldata_os_gives_per_cpu_steal_and_torn_records_are_refused() -> None:
-    recs = [w.record(1, 4, _tod(-5), {"system_id": "ZVMA"})]
-    recs += [
-        w.appldata_os("LNXWEB1", _tod(-1), [_cpu(100, 50, 800, 10), _cpu(200, 20, 700, 30)]),
-        w.record(1, 11, _tod(0)),
-    ]
-    # 60 s later: CPU 0 6000 jiffies with 600 stolen (10 %), CPU 1 with 1500 stolen (25 %)
-    recs += [w.appldata_os("LNXWEB1", _tod(59), [_cpu(2100, 1050, 3200, 610), _cpu(1700, 520, 3200, 1530)]),
+def appldata_capture(system: str = "ZVMA", user: str = "LNXWEB1") -> bytes:
+    """A monreader capture of three intervals of one Linux guest's APPLDATA OS: the second interval
+    has CPU 0 with 600 of 6000 jiffies stolen (10 %) and CPU 1 with 1500 (25 %); the third is torn."""
+    recs = [w.record(1, 4, _tod(-5), {"system_id": system})]
+    recs += [w.appldata_os(user, _tod(-1), [_cpu(100, 50, 800, 10), _cpu(200, 20, 700, 30)]), w.record(1, 11, _tod(0))]
+    recs += [w.appldata_os(user, _tod(59), [_cpu(2100, 1050, 3200, 610), _cpu(1700, 520, 3200, 1530)]),
              w.record(1, 11, _tod(60))]  # fmt: skip
-    recs += [
-        w.appldata_os("LNXWEB1", _tod(119), [_cpu(4000, 1100, 5000, 700)] * 2, torn=True),
-        w.record(1, 11, _tod(120)),
-    ]
-    out = list(records_of_bytes(w.monreader_stream(recs), "capture", Options())[0])
+    recs += [w.appldata_os(user, _tod(119), [_cpu(4000, 1100, 5000, 700)] * 2, torn=True), w.record(1, 11, _tod(120))]
+    return w.monreader_stream(recs)
+
+
+def test_appldata_os_gives_per_cpu_steal_and_torn_records_are_refused() -> None:
+    out = list(records_of_bytes(appldata_capture(), "capture", Options())[0])
     per_cpu = {e.record["item"]: e.record["metrics"] for e in out if e.topic_key == "sysstat_samples"}
     assert round(per_cpu["0"]["steal"], 6) == 10.0 and round(per_cpu["1"]["steal"], 6) == 25.0
     assert round(per_cpu["all"]["steal"], 6) == 17.5
