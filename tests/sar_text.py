@@ -32,10 +32,12 @@ _SECTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "pgpgin/s": ("paging", {"pgpgin/s": "pgpgin", "pgpgout/s": "pgpgout", "fault/s": "fault", "majflt/s": "majflt",
                             "pgfree/s": "pgfree", "pgscank/s": "pgscank", "pgscand/s": "pgscand",
                             "pgsteal/s": "pgsteal", "%vmeff": "vmeff-percent"}),
+    "DEV": ("disk", {"tps": "tps", "rkB/s": "rkB", "wkB/s": "wkB", "dkB/s": "dkB", "areq-sz": "areq-sz",
+                     "aqu-sz": "aqu-sz", "await": "await", "%util": "util-percent"}),
     "pswpin/s": ("swap-pages", {"pswpin/s": "pswpin", "pswpout/s": "pswpout"}),
     "proc/s": ("process-and-context-switch", {"proc/s": "proc", "cswch/s": "cswch"}),
 }  # fmt: skip
-_ITEM_FIRST = {"CPU", "IFACE"}
+_ITEM_FIRST = {"CPU", "IFACE", "DEV"}
 
 
 def _number(word: str) -> bool:

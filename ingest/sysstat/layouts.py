@@ -90,7 +90,7 @@ ACTIVITY_NAMES = {
     41: "psi_io",
     42: "psi_mem",
 }
-A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 12, 13
+A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_DISK, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 11, 12, 13
 
 # Activities whose item count follows the CPU count across RESTARTs in 0x2173 files ("volatile").
 CPU_FIELDS = ("user", "nice", "sys", "idle", "iowait", "steal", "hardirq", "softirq", "guest", "guest_nice")
@@ -149,6 +149,12 @@ GROUPED: dict[tuple[int, int], Grouped] = {
     (A_QUEUE, 0x8C): Grouped(
         ull=("nr_running", "procs_blocked", "nr_threads"), u=("load_avg_1", "load_avg_5", "load_avg_15")
     ),
+    # 12.0 writes (1, 2, 6) of these, 12.1+ (3, 3, 8): fields are appended within each group
+    (A_DISK, 0x8C): Grouped(
+        ull=("nr_ios", "wwn_0", "wwn_1"),
+        ul=("rd_sect", "wr_sect", "dc_sect"),
+        u=("rd_ticks", "wr_ticks", "tot_ticks", "rq_ticks", "major", "minor", "dc_ticks", "part_nr"),
+    ),
     (A_NET_DEV, 0x8D): Grouped(ull=NET_DEV_FIELDS, u=("speed",), chars=(("interface", MAX_IFACE_LEN), ("duplex", 1))),
     (A_NET_EDEV, 0x8C): Grouped(ull=NET_EDEV_FIELDS, chars=(("interface", MAX_IFACE_LEN),)),
 }
@@ -180,6 +186,21 @@ ALIGNED: dict[tuple[int, int], tuple[Field, ...]] = {
     (A_MEMORY, 0x8A): _each(MEMORY_FIELDS[:17], UL, 8),
     (A_QUEUE, 0x8A): (Field("nr_running", UL, 8), *_QUEUE_LOADS),
     (A_QUEUE, 0x8B): (Field("nr_running", UL, 8), Field("procs_blocked", UL, 8), *_QUEUE_LOADS),
+    (A_DISK, 0x8A): (
+        Field("rd_sect", ULL, 16),
+        Field("wr_sect", ULL, 16),
+        Field("rd_ticks", UL, 16),
+        *_each(("wr_ticks", "tot_ticks", "rq_ticks", "nr_ios"), UL, 8),
+        Field("major", U, 8),
+        Field("minor", U),
+    ),
+    (A_DISK, 0x8B): (
+        Field("nr_ios", ULL, 16),
+        Field("rd_sect", UL, 16),
+        Field("wr_sect", UL, 8),
+        Field("rd_ticks", U, 8),
+        *_each(("wr_ticks", "tot_ticks", "rq_ticks", "major", "minor"), U, None),
+    ),
     (A_NET_DEV, 0x8A): (*_each(NET_DEV_FIELDS, UL, 8), Field("interface", CHAR, 8, MAX_IFACE_LEN)),
     (A_NET_DEV, 0x8B): (*_each(NET_DEV_FIELDS, ULL, 16), Field("interface", CHAR, 16, MAX_IFACE_LEN)),
     (A_NET_DEV, 0x8C): (

@@ -239,6 +239,55 @@ def net_edev(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
         yield name, _rates(c, p, _EDEV, itv)
 
 
+# sysstat.ioconf's fixed majors of SCSI disks: 16 disks per major, 16 minors (disk + 15 partitions) each
+_SD_MAJORS = {8: 0, **{65 + i: 1 + i for i in range(7)}, **{128 + i: 8 + i for i in range(8)}}
+
+
+def _letters(n: int) -> str:
+    out = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def disk_name(major: int, minor: int) -> str:
+    """What sar prints for a block device (its ioconf names; others as devM-N, as sar without -p)."""
+    group = _SD_MAJORS.get(major)
+    if group is not None:
+        part = minor % 16
+        return f"sd{_letters(group * 16 + minor // 16)}{part or ''}"
+    return f"dev{major}-{minor}"
+
+
+def disk(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    before = {(d["major"], d["minor"]): d for d in prev if d.get("major")}
+    for c in cur:
+        if not c.get("major"):
+            continue  # a preallocated, unused entry
+        p = before.get((c["major"], c["minor"]))
+        if p is None or c.get("nr_ios", 0) < p.get("nr_ios", 0):
+            p = {}  # a device new since the last sample, or registered again: counts from 0
+        g, h = c.get, p.get
+        ios = g("nr_ios", 0) - h("nr_ios", 0)
+        sectors = sum(g(f, 0) - h(f, 0) for f in ("rd_sect", "wr_sect", "dc_sect"))
+        ticks = sum(g(f, 0) - h(f, 0) for f in ("rd_ticks", "wr_ticks", "dc_ticks"))
+        yield (
+            disk_name(c["major"], c["minor"]),
+            {
+                "tps": sp_value(h("nr_ios", 0), g("nr_ios", 0), itv),
+                "rkB": sp_value(h("rd_sect", 0), g("rd_sect", 0), itv) / 2,
+                "wkB": sp_value(h("wr_sect", 0), g("wr_sect", 0), itv) / 2,
+                "dkB": sp_value(h("dc_sect", 0), g("dc_sect", 0), itv) / 2,
+                "areq-sz": sectors / ios / 2 if ios else 0.0,
+                "aqu-sz": sp_value(h("rq_ticks", 0), g("rq_ticks", 0), itv) / 1000,
+                "await": ticks / ios if ios else 0.0,
+                "util-percent": sp_value(h("tot_ticks", 0), g("tot_ticks", 0), itv) / 10,
+            },
+        )
+
+
 # activity id -> (sadf -j section name, function, kind): "rate" functions take (cur, prev, itv),
 # "cpu" (cur, prev), "level" (cur)
 COMPUTE = {
@@ -248,6 +297,7 @@ COMPUTE = {
     lay.A_PAGE: ("paging", paging, "rate"),
     lay.A_MEMORY: ("memory", memory, "level"),
     lay.A_QUEUE: ("queue", queue, "level"),
+    lay.A_DISK: ("disk", disk, "rate"),
     lay.A_NET_DEV: ("net-dev", net_dev, "rate"),
     lay.A_NET_EDEV: ("net-edev", net_edev, "rate"),
 }

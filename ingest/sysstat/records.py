@@ -15,7 +15,7 @@ from ingest.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFi
 
 SOURCE = "sadc"
 MAX_INTERVAL_CS = 31 * 86400 * 100  # a longer gap between two records is damage, not an interval
-_RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "net-dev", "net-edev"}
+_RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "disk", "net-dev", "net-edev"}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.sysstat.rates import disk_name
 from ingest.sysstat.records import Options, records_of_file
 from stack import install
 from tests.integration.sadc_recording import record
@@ -24,7 +25,7 @@ def fresh_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str
     path = record(tmp_path_factory.mktemp("sadc") / "sa-fresh", SAMPLES)
     env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
     sadf_json = subprocess.run(
-        [str(sadf), "-j", str(path), "--", "-u", "ALL", "-P", "ALL", "-r", "ALL", "-S", "-n", "DEV,EDEV"],
+        [str(sadf), "-j", str(path), "--", "-u", "ALL", "-P", "ALL", "-r", "ALL", "-S", "-n", "DEV,EDEV", "-d"],
         check=True,
         capture_output=True,
         text=True,
@@ -34,7 +35,20 @@ def fresh_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str
     return path, sadf_json, version
 
 
+def _local_disk_names() -> dict[str, str]:
+    """sadf names this machine's disks from /sys (vda); a file read elsewhere cannot: ours are
+    sysstat.ioconf's names for SCSI disks and devM-N otherwise. Map one to the other."""
+    names = {}
+    for dev in Path("/sys/dev/block").iterdir():
+        major, minor = (int(x) for x in dev.name.split(":"))
+        uevent = dict(line.split("=", 1) for line in (dev / "uevent").read_text().split() if "=" in line)
+        if "DEVNAME" in uevent:
+            names[uevent["DEVNAME"]] = disk_name(major, minor)
+    return names
+
+
 def _sadf_rows(text: str) -> dict[tuple[str, str, str], dict]:
+    disks = _local_disk_names()
     host = json.loads(text)["sysstat"]["hosts"][0]
     rows = {}
     for stats in host["statistics"]:
@@ -42,6 +56,10 @@ def _sadf_rows(text: str) -> dict[tuple[str, str, str], dict]:
         for cpu in next(v for k, v in stats.items() if k.startswith("cpu-load")):
             rows[("cpu-load-all", t, cpu["cpu"])] = {k: v for k, v in cpu.items() if k != "cpu"}
         rows[("memory", t, "")] = stats["memory"]
+        for d in stats.get("disk", []):
+            name = disks.get(d["disk-device"], d["disk-device"])
+            rows[("disk", t, name)] = {k: d[k] for k in ("tps", "rkB", "wkB", "dkB", "areq-sz", "aqu-sz", "await",
+                                                       "util-percent")}  # fmt: skip
         for section in ("net-dev", "net-edev"):
             for iface in stats["network"][section]:
                 rows[(section, t, iface["iface"])] = {k: v for k, v in iface.items() if k != "iface"}

@@ -24,7 +24,7 @@ COMPARED = {
     "data-12.5.6-A_QUEUE_modified": ("expected.data-12.5.6-A_QUEUE_modified", Options()),
     "data-9.1.6 ": ("expected.data-9.1.6-hz", Options(hz=250)),  # same file, read with HZ 250
 }
-RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "net-dev", "net-edev"}
+RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "disk", "net-dev", "net-edev"}
 
 
 def _samples(emitted: list[Emitted]) -> dict[tuple[str, str, str], dict[str, float]]:
