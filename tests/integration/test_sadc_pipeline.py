@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 import uuid
+from collections import Counter
 from datetime import UTC
 from pathlib import Path
 
@@ -12,8 +15,10 @@ import pytest
 
 from cli.sql_client import query, scalar, wait_stable
 from core.config import Settings
+from ingest.follow import Follower
 from ingest.publish import ingest
 from ingest.sysstat.records import Options, records_of_file
+from tests.integration.kafka_read import read_all
 from tests.integration.sadc_recording import record
 
 pytestmark = pytest.mark.integration
@@ -63,3 +68,45 @@ def test_sadc_files_land_in_the_warehouse_and_feed_steal(stack: Settings, corpus
         inside = [c for c in cpu if int(start) <= c["ts"] < int(end)]
         weighted = sum(c["steal_pct"] * c["interval_s"] for c in inside) / sum(c["interval_s"] for c in inside)
         assert abs(float(value) - weighted) < 1e-9
+
+
+def test_follow_publishes_a_file_sadc_is_appending_to_exactly_once(stack: Settings, tmp_path: Path) -> None:
+    source = record(tmp_path / "recorded", samples=6)
+    data = source.read_bytes()
+    live = tmp_path / "live" / f"sa{uuid.uuid4().hex[:6]}"
+    live.parent.mkdir()
+    live.write_bytes(b"")
+
+    def follow_while(stop: threading.Event) -> None:
+        follower = Follower(stack, [str(live.parent)], UTC, poll_seconds=0.1, finish_idle=60)
+        thread = threading.Thread(target=follower.run, daemon=True)
+        thread.start()
+        stop.wait()
+        follower.stop()
+        thread.join(timeout=30)
+
+    # sadc appends record by record; here in odd pieces, and the follower is restarted half way
+    pieces = [data[i : i + 1500] for i in range(0, len(data), 1500)]
+    half = len(pieces) // 2
+    for part in (pieces[:half], pieces[half:]):
+        stop = threading.Event()
+        runner = threading.Thread(target=follow_while, args=(stop,))
+        runner.start()
+        for piece in part:
+            with open(live, "ab") as handle:
+                handle.write(piece)
+            time.sleep(0.15)
+        time.sleep(1.0)
+        stop.set()
+        runner.join(timeout=60)
+
+    expected = Counter(
+        (r["section"], r["item"], r["ts"])
+        for r in (e.record for e in records_of_file(source, Options()) if e.topic_key == "sysstat_samples")
+    )
+    got = Counter(
+        (r["section"], r["item"], round(r["ts"].timestamp() * 1000))  # Kafka's reader gives datetimes
+        for r in read_all(stack, "sysstat_samples")
+        if r["origin_file"] == live.name
+    )
+    assert got == expected and set(got.values()) == {1}
