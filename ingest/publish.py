@@ -164,31 +164,16 @@ def ingest(
                 summary.skipped += 1
                 bar.update(size)
                 continue
-            if sadc.is_sadc_file(path):
-                publish_complete(path, publisher, sadc.records_of_file(path, sadc_options or sadc.Options()))
-                summary.files += 1
-                summary.bytes += size
-                bar.update(size)
-                continue
-            if ".nmon" not in path.name and zvm_monitor.sniff(path):
-                options = zvm_monitor.Options(system=perfkit_options.system if perfkit_options else None)
-                publish_complete(path, publisher, _numbered(zvm_monitor.records_of_file(path, options)))
-                summary.files += 1
-                summary.bytes += size
-                bar.update(size)
-                continue
-            if ".nmon" not in path.name and perfkit.sniff(path):
-                publish_report(path, publisher, perfkit_options or PerfkitOptions(tz=tz))
-                summary.files += 1
-                summary.bytes += size
-                bar.update(size)
-                continue
-            offset = 0
-            with open_binary(path) as handle:
-                for line_no, raw in enumerate(handle, start=1):
-                    publisher.feed(raw, line_no, offset)
-                    offset += len(raw)
-            publisher.finish()
+            whole = _whole_file_records(path, perfkit_options or PerfkitOptions(tz=tz), sadc_options or sadc.Options())
+            if whole is not None:
+                publish_complete(path, publisher, whole)
+            else:
+                offset = 0
+                with open_binary(path) as handle:
+                    for line_no, raw in enumerate(handle, start=1):
+                        publisher.feed(raw, line_no, offset)
+                        offset += len(raw)
+                publisher.finish()
             summary.files += 1
             summary.bytes += size
             bar.update(size)
@@ -201,9 +186,20 @@ def ingest(
     return summary
 
 
-def publish_report(path: Path, publisher: FilePublisher, options: PerfkitOptions) -> None:
-    """A Performance Toolkit report is complete when written: all its records, then the ledger."""
-    publish_complete(path, publisher, perfkit_records(path, options))
+def _whole_file_records(
+    path: Path, report_options: PerfkitOptions, sadc_options: sadc.Options
+) -> Iterable[Emitted] | None:
+    """Records of a file read as a whole (sysstat, CP monitor data, Toolkit reports), or None for an
+    nmon file, which is read line by line."""
+    if sadc.is_sadc_file(path):
+        return sadc.records_of_file(path, sadc_options)
+    if ".nmon" in path.name:
+        return None
+    if zvm_monitor.sniff(path):
+        return _numbered(zvm_monitor.records_of_file(path, zvm_monitor.Options(system=report_options.system)))
+    if perfkit.sniff(path):
+        return perfkit_records(path, report_options)
+    return None
 
 
 def _numbered(records: Iterable[Emitted]) -> Iterator[Emitted]:
@@ -213,8 +209,8 @@ def _numbered(records: Iterable[Emitted]) -> Iterator[Emitted]:
 
 
 def publish_complete(path: Path, publisher: FilePublisher, records: Iterable[Emitted]) -> None:
-    """All records of a file read as a whole, then the ledger (records already acknowledged before a
-    crash are skipped by their position)."""
+    """All records of a file read as a whole, then the ledger (a file is complete when written;
+    records acknowledged before a crash are skipped by their position)."""
     for emitted in records:
         publisher.send(emitted)
     publisher.finish()
