@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from core import config
+from ingest.records import Emitted
 from tests.conftest import embedded_settings, table_columns
 from warehouse.clickhouse import migrate
 
@@ -125,3 +126,39 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
         " ORDER BY cpu"
     ).result_rows
     assert appl == [("0", 10.0, "appldata"), ("1", 25.0, "appldata")]
+
+
+def test_frame_pool_size_comes_from_the_typed_cpu_samples(embedded_path: Path, tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from ingest.nmon.parser import parse_file
+    from ingest.nmon.simulate import simulate
+
+    start = datetime.now().replace(second=0, microsecond=0) - timedelta(hours=1)
+    files = simulate(tmp_path, 4, start, timedelta(minutes=30), 60, 2)
+    emitted = [e for f in files for e in parse_file(f, UTC)]
+    aix = {e.record["host_id"] for e in emitted if e.topic_key == "cpu_samples" and e.record["pool_cpus"]}
+    assert aix  # the simulated fleet has AIX LPARs with a shared pool
+    ms = int(start.replace(tzinfo=UTC).timestamp() * 1000)
+    derived = [
+        Emitted(
+            "derived_metrics",
+            {
+                "entity_id": h,
+                "entity_name": h,
+                "metric": "physc",
+                "window_start": ms,
+                "window_end": ms + 60_000,
+                "value": 1.0,
+                "samples": 1,
+                "is_final": True,
+                "emitted_at": ms,
+            },
+        )  # fmt: skip
+        for h in aix
+    ]
+    # without the long-form nmon values: the view must not need them any more
+    typed = [e for e in emitted if e.topic_key != "nmon_snapshots"]
+    ch = _loaded(embedded_path, "pool_test", typed + derived)
+    pools = ch.query("SELECT pool_cpus FROM frame_pool_size").result_rows
+    assert pools and {p for (p,) in pools} == {16.0}  # the simulator's LPAR poolCPUs
