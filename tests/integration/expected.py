@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 
 def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
-    """host id, interval, {tag: {"ts": epoch seconds, "steal": .., "physc": .., "entitled": ..}}"""
+    """host id, interval, {tag: {"ts": epoch seconds, "steal": .., "physc": .., "entitled": .., "pool": ..,
+    "pool_idle": ..}}"""
     meta: dict[str, list[str]] = {}
     headers: dict[str, list[str]] = {}
     snaps: dict[str, dict[str, float]] = defaultdict(dict)
@@ -34,6 +36,8 @@ def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
                 if tag == "LPAR":
                     snaps[row[1]]["physc"] = float(values["PhysicalCPU"])
                     snaps[row[1]]["entitled"] = float(values["entitled"])
+                    snaps[row[1]]["pool"] = float(values["poolCPUs"])
+                    snaps[row[1]]["pool_idle"] = float(values["PoolIdle"])
     host = meta["host"][0]
     if "SerialNumber" in meta and "LPARNumberName" in meta:
         host = f"{meta['SerialNumber'][0]}-{meta['LPARNumberName'][0]}"
@@ -55,6 +59,11 @@ def window_metrics(path: Path, window_s: int = 60) -> dict[tuple[str, str, int],
             acc["lpar_t"] += dt
             acc["physc"] += s["physc"] * dt
             acc["ent"] += s["entitled"] * dt
+            acc["peak"] = max(acc["peak"], s["physc"])
+            if s["pool_idle"] > 0:  # PoolIdle 0: the LPAR cannot see its pool
+                acc["pool_t"] += dt
+                acc["pool_used"] += (s["pool"] - s["pool_idle"]) * dt
+                acc["pool"] += s["pool"] * dt
     out = {}
     for start, acc in sums.items():
         n = int(acc["n"])
@@ -63,4 +72,9 @@ def window_metrics(path: Path, window_s: int = 60) -> dict[tuple[str, str, int],
         if acc["lpar_t"]:
             out[(host, "physc", start)] = (acc["physc"] / acc["lpar_t"], n)
             out[(host, "entc_pct", start)] = (100 * acc["physc"] / acc["ent"], n)
+            # VPs needed = roundup(peak physc) + vpm_xvcpus (0), at least one (seed 000 L7364)
+            out[(host, "vps_needed", start)] = (float(max(math.ceil(acc["peak"] - 1e-9), 1)), n)
+        if acc["pool_t"]:
+            out[(host, "pool_used", start)] = (acc["pool_used"] / acc["pool_t"], n)
+            out[(host, "pool_used_pct", start)] = (100 * acc["pool_used"] / acc["pool"], n)
     return out
