@@ -151,9 +151,11 @@ def _cstr(raw: bytes) -> str:
 class SaFile:
     """One sysstat data file held in memory (a day of 10-minute samples is tens of kB)."""
 
-    def __init__(self, data: bytes, path: str = "") -> None:
+    def __init__(self, data: bytes, path: str = "", hz: int | None = None) -> None:
         self.data = data
         self.path = path
+        # jiffies per second of the host of an old file (not recorded before 0x2175); sadf -c assumes 100
+        self.hz_for_old = hz or 100
         little = len(data) >= 2 and struct.unpack_from("<H", data, 0)[0] == lay.SYSSTAT_MAGIC
         e = "<" if little else ">"
         self._e = e
@@ -382,7 +384,7 @@ class SaFile:
         if hh > 23 or mm > 59 or ss > 60:
             raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
         # jiffies -> 1/100 s as "sadf -c" converts, with the reader's HZ (old files do not record it)
-        uptime_cs = (uptime0 or uptime) * 100 // (self.hz_for_old or 100)
+        uptime_cs = (uptime0 or uptime) * 100 // self.hz_for_old
         body = off + lay.OLD_RECORD_HEADER_SIZE
         if rtype in (lay.R_STATS, lay.R_LAST_STATS):
             stats, body = self._stats(body, counted=False)
@@ -404,8 +406,6 @@ class SaFile:
             text = _cstr(d[body : body + lay.MAX_COMMENT_LEN])
             return Record("comment", off, body + lay.MAX_COMMENT_LEN, uptime_cs, ust_time, comment=text)
         raise FormatError(off + 40, f"unknown record type {rtype}")
-
-    hz_for_old: int = 100
 
     def _set_nr(self, aid: int, nr: int) -> None:
         acts = self.header.activities
@@ -437,7 +437,4 @@ class SaFile:
 
 
 def open_bytes(data: bytes, path: str = "", hz: int | None = None) -> SaFile:
-    f = SaFile(data, path)
-    if hz:
-        f.hz_for_old = hz
-    return f
+    return SaFile(data, path, hz)
