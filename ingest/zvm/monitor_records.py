@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.records import Emitted, dead_letter
+from ingest.sysstat.rates import cpu as sar_cpu
 from ingest.zvm import monitor_layouts as lay
 from ingest.zvm.cpu_deltas import CPU_TIMER_SHIFT, GuestCpuCounters, GuestCpuDeltas
 from ingest.zvm.monitor import Damage, MonRecord, read_any
 
 SOURCE = "zvm-monitor"
-_APPL_FIELDS = ("user", "nice", "system", "idle", "irq", "softirq", "iowait", "steal")
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,15 @@ class Collector:
         if before is None or ts <= before["ts"]:
             return
         host = f"{self.zvm_system}/{user}"
-        prev_cpus = {c.get("cpu_id", i): c for i, c in enumerate(before["cpus"])}
-        total = {f: 0 for f in _APPL_FIELDS}
+        cur, prev = _as_sysstat(sample["cpus"]), _as_sysstat(before["cpus"])
+        ids = sorted(set(cur) & set(prev))  # a CPU new since the last sample has no interval yet
+        if not ids:
+            return
+        # sar's own arithmetic (per-CPU jiffies, 32-bit wrap, "all" as the sum of the online CPUs);
+        # item 0 is sar's "all" slot, computed from the CPUs
+        names = {"all": "all"} | {str(n): str(cpu_id) for n, cpu_id in enumerate(ids)}
+        rows = [(names[item], values) for item, values in sar_cpu([{}] + [cur[i] for i in ids],
+                                                                   [{}] + [prev[i] for i in ids])]  # fmt: skip
         common = {
             "host_id": host,
             "hostname": user.lower(),
@@ -154,21 +161,10 @@ class Collector:
             "origin_file": self.name,
             "origin_offset": offset,
         }
-        rows = []
-        for i, c in enumerate(sample["cpus"]):
-            p = prev_cpus.get(c.get("cpu_id", i))
-            if p is None or any(c.get(f, 0) < p.get(f, 0) for f in _APPL_FIELDS):
-                continue  # CPU new since the last sample, or its counters restarted
-            delta = {f: c.get(f, 0) - p.get(f, 0) for f in _APPL_FIELDS}
-            for f in _APPL_FIELDS:
-                total[f] += delta[f]
-            rows.append((str(c.get("cpu_id", i)), _percent(delta)))
-        if not rows:
-            return
-        all_cpu = _percent(total)
-        for item, values in [("all", all_cpu), *rows]:
+        for item, values in rows:
             yield Emitted("sysstat_samples", common | {"section": "cpu-load-all", "item": item, "metrics": values},
                           key=host)  # fmt: skip
+        all_cpu = dict(rows)["all"]
         yield Emitted(
             "cpu_samples",
             {
@@ -182,7 +178,7 @@ class Collector:
                 "wait_pct": all_cpu["iowait"],
                 "idle_pct": all_cpu["idle"],
                 "steal_pct": all_cpu["steal"],
-                "cpus": len(rows),
+                "cpus": len(ids),
                 "physc": None,
                 "entitled": None,
                 "virtual_cpus": None,
@@ -193,12 +189,13 @@ class Collector:
         )
 
 
-def _percent(d: dict[str, int]) -> dict[str, float]:
-    """Jiffies in the interval -> percentages with sar's names (cpu-load-all)."""
-    total = sum(d.values()) or 1
-    names = {"user": "usr", "nice": "nice", "system": "sys", "iowait": "iowait", "steal": "steal", "irq": "irq",
-             "softirq": "soft", "idle": "idle"}  # fmt: skip
-    return {out: d[raw] / total * 100 for raw, out in names.items()}
+# APPLDATA OS per-CPU counters under sysstat's names, so sar's arithmetic applies unchanged
+_APPL_TO_SYSSTAT = {"user": "user", "nice": "nice", "system": "sys", "idle": "idle", "irq": "hardirq",
+                    "softirq": "softirq", "iowait": "iowait", "steal": "steal"}  # fmt: skip
+
+
+def _as_sysstat(cpus: list[dict]) -> dict[int, dict[str, int]]:
+    return {c.get("cpu_id", i): {s: c.get(a, 0) for a, s in _APPL_TO_SYSSTAT.items()} for i, c in enumerate(cpus)}
 
 
 def records_of_bytes(data: bytes, origin: str, options: Options) -> tuple[Iterator[Emitted], dict[str, int]]:
