@@ -106,6 +106,18 @@ CPU_COUNTERS = lay.CPU_FIELDS
 _CPU_OUT = ("usr", "nice", "sys", "iowait", "steal", "irq", "soft", "guest", "gnice", "idle")
 
 
+def cpu_line(v: Values) -> dict[str, float]:
+    """cpu-load-all figures as a cpu_sample's percentages, like sar -u: guest time is inside user,
+    irq and softirq count as system."""
+    return {
+        "user_pct": v["usr"] + v["nice"] + v["guest"] + v["gnice"],
+        "sys_pct": v["sys"] + v["irq"] + v["soft"],
+        "wait_pct": v["iowait"],
+        "idle_pct": v["idle"],
+        "steal_pct": v["steal"],
+    }
+
+
 def memory(cur: list[dict], sar: tuple[int, int] = SAR_VERSION) -> Iterator[Item]:
     m = cur[0]
     g = m.get

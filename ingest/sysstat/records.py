@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ingest.records import Emitted, dead_letter
 from ingest.sysstat import layouts as lay
-from ingest.sysstat.rates import SAR_VERSION, figures
+from ingest.sysstat.rates import SAR_VERSION, cpu_line, figures
 from ingest.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes
 
 SOURCE = "sadc"
@@ -158,11 +158,7 @@ class Collector:
             "ts": base["ts"],
             "interval_s": float(interval),
             "source": SOURCE,
-            # sar -u's %user and %system: guest time is inside user, irq and softirq count as system
-            "user_pct": v["usr"] + v["nice"] + v["guest"] + v["gnice"],
-            "sys_pct": v["sys"] + v["irq"] + v["soft"],
-            "wait_pct": v["iowait"],
-            "idle_pct": v["idle"],
+            **cpu_line(v),
             "steal_pct": v["steal"] if self.trusted else None,
             "cpus": online or self.header.cpu_count,
             "physc": None,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ingest.records import Emitted, dead_letter
 from ingest.sysstat.rates import cpu as sar_cpu
+from ingest.sysstat.rates import cpu_line
 from ingest.zvm import monitor_layouts as lay
 from ingest.zvm.cpu_deltas import CPU_TIMER_SHIFT, GuestCpuCounters, GuestCpuDeltas
 from ingest.zvm.monitor import Damage, MonRecord, read_any
@@ -173,11 +174,7 @@ class Collector:
                 "ts": ts,
                 "interval_s": common["interval_s"],
                 "source": "appldata",
-                "user_pct": all_cpu["usr"] + all_cpu["nice"],
-                "sys_pct": all_cpu["sys"] + all_cpu["irq"] + all_cpu["soft"],
-                "wait_pct": all_cpu["iowait"],
-                "idle_pct": all_cpu["idle"],
-                "steal_pct": all_cpu["steal"],
+                **cpu_line(all_cpu),
                 "cpus": len(ids),
                 "physc": None,
                 "entitled": None,
