@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -12,10 +11,10 @@ import pytest
 
 from cli.sql_client import query, wait_stable
 from core.config import Settings
-from ingest.follow import Follower
 from ingest.ledger import Ledger
 from ingest.nmon.simulate import simulate
 from ingest.publish import FilePublisher, Summary, ingest
+from tests.integration.following import following
 from tests.integration.kafka_read import read_all
 
 pytestmark = pytest.mark.integration
@@ -39,33 +38,20 @@ def test_follow_publishes_each_snapshot_of_a_growing_file_exactly_once(stack: Se
     live.parent.mkdir()
     live.write_bytes(b"")
 
-    def run_follower(stop_after: threading.Event) -> Follower:
-        follower = Follower(stack, [str(live.parent)], UTC, poll_seconds=0.2, finish_idle=1.0)
-        thread = threading.Thread(target=follower.run, daemon=True)
-        thread.start()
-        stop_after.wait()
-        follower.stop()
-        thread.join(timeout=30)
-        return follower
-
     # nmon writes in uneven pieces, often mid-line; the follower is killed half way and restarted
     chunks = [text[i : i + 997] for i in range(0, len(text), 997)]
     half = len(chunks) // 2
     for part, pieces in ((1, chunks[:half]), (2, chunks[half:])):
-        stop = threading.Event()
-        runner = threading.Thread(target=run_follower, args=(stop,))
-        runner.start()
-        for piece in pieces:
-            with open(live, "ab") as handle:
-                handle.write(piece)
-            time.sleep(0.05)
-        if part == 2:
-            # the daily rotation: tomorrow's file appears, today's stops growing and is finished
-            (live.parent / day2.name).write_bytes(day2.read_bytes())
-            time.sleep(2.5)
-        time.sleep(0.6)
-        stop.set()
-        runner.join(timeout=60)
+        with following(stack, live.parent, poll=0.2, finish_idle=1.0):
+            for piece in pieces:
+                with open(live, "ab") as handle:
+                    handle.write(piece)
+                time.sleep(0.05)
+            if part == 2:
+                # the daily rotation: tomorrow's file appears, today's stops growing and is finished
+                (live.parent / day2.name).write_bytes(day2.read_bytes())
+                time.sleep(2.5)
+            time.sleep(0.6)
 
     counts = _published_snapshots(stack, live)
     assert len(counts) == 30  # 5 minutes at 10 s on the first day

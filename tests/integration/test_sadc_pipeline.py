@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 import uuid
 from collections import Counter
@@ -15,9 +14,9 @@ import pytest
 
 from cli.sql_client import query, scalar, wait_stable
 from core.config import Settings
-from ingest.follow import Follower
 from ingest.publish import ingest
 from ingest.sysstat.records import Options, records_of_file
+from tests.integration.following import following
 from tests.integration.kafka_read import read_all
 from tests.integration.sadc_recording import record
 
@@ -77,28 +76,16 @@ def test_follow_publishes_a_file_sadc_is_appending_to_exactly_once(stack: Settin
     live.parent.mkdir()
     live.write_bytes(b"")
 
-    def follow_while(stop: threading.Event) -> None:
-        follower = Follower(stack, [str(live.parent)], UTC, poll_seconds=0.1, finish_idle=60)
-        thread = threading.Thread(target=follower.run, daemon=True)
-        thread.start()
-        stop.wait()
-        follower.stop()
-        thread.join(timeout=30)
-
     # sadc appends record by record; here in odd pieces, and the follower is restarted half way
     pieces = [data[i : i + 1500] for i in range(0, len(data), 1500)]
     half = len(pieces) // 2
     for part in (pieces[:half], pieces[half:]):
-        stop = threading.Event()
-        runner = threading.Thread(target=follow_while, args=(stop,))
-        runner.start()
-        for piece in part:
-            with open(live, "ab") as handle:
-                handle.write(piece)
-            time.sleep(0.15)
-        time.sleep(1.0)
-        stop.set()
-        runner.join(timeout=60)
+        with following(stack, live.parent, poll=0.1, finish_idle=60):
+            for piece in part:
+                with open(live, "ab") as handle:
+                    handle.write(piece)
+                time.sleep(0.15)
+            time.sleep(1.0)
 
     expected = Counter(
         (r["section"], r["item"], r["ts"])
