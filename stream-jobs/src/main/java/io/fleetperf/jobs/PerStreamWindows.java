@@ -51,8 +51,9 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
 
   /**
    * Processing-time timers are rounded up to whole seconds: Flink keeps one timer per key and
-   * time, so a stream's samples within a second share one instead of each adding two to the
-   * timer queue (and later firing them), which dominated the cost per sample.
+   * time, so a stream's samples within a second share one pair instead of each adding two to the
+   * timer queue and firing them later (measured: at-least-once backlog +18 %, exactly-once, bound
+   * by checkpoint commits, unchanged; see bench/flink_throughput.py).
    */
   static final long TIMER_GRANULARITY_MS = 1000;
 
