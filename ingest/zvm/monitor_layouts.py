@@ -133,4 +133,3 @@ APPLDATA_OS_CPU = _f(
     ("steal", 28, "u4"),
     ("cpu_id", 32, "u4"),
 )
-APPLDATA_HZ = 100
