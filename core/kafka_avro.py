@@ -62,6 +62,8 @@ class AvroProducer:
         }
         base.update(conf)
         self._producer = Producer(base)
+        self._client = client
+        self._schema_ids: dict[str, int] = {}
         self.errors: list[str] = []
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
@@ -71,9 +73,22 @@ class AvroProducer:
     def send(self, topic_key: str, record: dict[str, Any], key: str | None = None) -> None:
         topic = self.settings.topic(topic_key)
         value = self._serializers[topic_key](record, SerializationContext(topic.name, MessageField.VALUE))
+        self._produce(topic.name, value, key)
+
+    def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None) -> None:
+        """A record already Avro-encoded with the topic's schema: only the Confluent frame is added
+        (magic byte 0, schema id big-endian), with the id the serializer would use."""
+        topic = self.settings.topic(topic_key)
+        schema_id = self._schema_ids.get(topic_key)
+        if schema_id is None:
+            schema_id = self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
+            self._schema_ids[topic_key] = schema_id
+        self._produce(topic.name, b"\0" + schema_id.to_bytes(4, "big") + avro, key)
+
+    def _produce(self, topic: str, value: bytes, key: str | None) -> None:
         while True:
             try:
-                self._producer.produce(topic.name, value=value, key=key, on_delivery=self._on_delivery)
+                self._producer.produce(topic, value=value, key=key, on_delivery=self._on_delivery)
                 break
             except BufferError:
                 self._producer.poll(0.1)

@@ -14,6 +14,10 @@ class Emitted:
     key: str | None = None
     # position in the source, for resuming: snapshot number of snapshot records
     snapshot: int = 0
+    # the record already Avro-encoded (the native nmon scanner); `record` then lacks the bulk
+    encoded: bytes | None = None
+    # values carried by an nmon snapshot, for the summary
+    values: int = 0
 
 
 def dead_letter(source: str, file: str, line: int, byte_offset: int, error: str, raw: bytes | str) -> Emitted:

@@ -111,7 +111,7 @@ class NmonParser:
             else:
                 yield from self._emit(tag, snap)
         if not self.config_emitted and self.first_ts is not None:
-            yield self._config_record()
+            yield self.config_record()
 
     def _line(self, line: bytes, line_no: int, offset: int) -> Iterator[Emitted]:
         tag, _, rest = line.partition(b",")
@@ -125,19 +125,31 @@ class NmonParser:
                 # TOP,<PID>,T0001,...: the process id comes before the snapshot tag
                 self._data(header, fields[1], [fields[0], *fields[2:]], line_no, offset)
                 return
+        result = self.control(tag, rest, line)
+        if isinstance(result, tuple):
+            yield from self._zzzz(*result, line_no)
+
+    def control(self, tag: bytes, rest: bytes, line: bytes) -> layout.Header | tuple[bytes, datetime] | None:
+        """Every line that is not data of a known section: a new header, a snapshot's time
+        (ZZZZ), configuration text (AAA, BBB*) or an error. Shared with the native scanner."""
         if b"\x00" in line or not _TAG.match(tag):
             raise LineError("not an nmon line (no section tag)")
         if tag == b"ZZZZ":
-            yield from self._zzzz(rest, line_no)
-        elif tag == b"AAA" or tag.startswith(b"BBB"):
+            parts = rest.split(b",")
+            if len(parts) < 3 or not _is_snapshot_tag(parts[0]):
+                raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS,DD-MON-YYYY")
+            return parts[0], self._time(parts[1].strip(), parts[2].strip(), parts[0])
+        if tag == b"AAA" or tag.startswith(b"BBB"):
             self.config.add(tag.decode(), rest.decode("utf-8", "replace"))
-        else:
-            fields = rest.split(b",")
-            if _is_snapshot_tag(fields[0]) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
-                raise LineError(f"{tag.decode()} data before its header line")
-            if tag == b"TOP" and len(fields) < 3:
-                return  # "TOP,%CPU Utilisation": a title, the column header follows
-            self.headers[tag] = layout.header(tag.decode(), [f.decode("utf-8", "replace") for f in fields[1:]])
+            return None
+        fields = rest.split(b",")
+        if _is_snapshot_tag(fields[0]) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
+            raise LineError(f"{tag.decode()} data before its header line")
+        if tag == b"TOP" and len(fields) < 3:
+            return None  # "TOP,%CPU Utilisation": a title, the column header follows
+        header = layout.header(tag.decode(), [f.decode("utf-8", "replace") for f in fields[1:]])
+        self.headers[tag] = header
+        return header
 
     def _data(self, header: layout.Header, tag: bytes, values: list[bytes], line_no: int, offset: int) -> None:
         snap = self.snapshots.get(tag)
@@ -177,12 +189,7 @@ class NmonParser:
                 value = numbers[pos]
                 snap.cpu[name] = int(value) if value is not None and name in layout.INT_CPU_FIELDS else value
 
-    def _zzzz(self, rest: bytes, line_no: int) -> Iterator[Emitted]:
-        parts = rest.split(b",")
-        if len(parts) < 3 or not _is_snapshot_tag(parts[0]):
-            raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS,DD-MON-YYYY")
-        tag = parts[0]
-        ts = self._time(parts[1].strip(), parts[2].strip(), tag)
+    def _zzzz(self, tag: bytes, ts: datetime, line_no: int) -> Iterator[Emitted]:
         snap = self.snapshots.get(tag)
         if snap is None:
             snap = self.snapshots[tag] = _Snapshot(first_line=line_no)
@@ -190,7 +197,7 @@ class NmonParser:
         if self.first_ts is None:
             self.first_ts = ts
         if not self.config_emitted:
-            yield self._config_record()
+            yield self.config_record()
         # every snapshot before this one has seen all its lines now
         number = _tag_number(tag)
         for done in [t for t in self.snapshots if _tag_number(t) < number]:
@@ -212,39 +219,36 @@ class NmonParser:
             return
         assert snap.ts is not None
         self.snapshots_emitted += 1
-        ts_ms = int(snap.ts.timestamp() * 1000)
-        host_id, hostname, snapshot = self.host_id, self.hostname, tag.decode()
+        values = sum(len(r["values"]) for r in snap.rows)  # type: ignore[misc,arg-type]
+        self.values_emitted += values
+        head = self.snapshot_head(tag, int(snap.ts.timestamp() * 1000))
         number = _tag_number(tag)
-        self.values_emitted += sum(len(r["values"]) for r in snap.rows)  # type: ignore[arg-type]
         if snap.cpu:
-            record: dict[str, object] = {
-                "host_id": host_id,
-                "hostname": hostname,
-                "ts": ts_ms,
-                "interval_s": self.interval_s,
-                "source": SOURCE,
-                "origin_file": self.file_name,
-                "origin_snapshot": snapshot,
-            }
-            for name in layout.CPU_SAMPLE_FIELDS:
-                record[name] = snap.cpu.get(name)
-            yield Emitted("cpu_samples", record, key=host_id, snapshot=number)
-        yield Emitted(
-            "nmon_snapshots",
-            {
-                "host_id": host_id,
-                "hostname": hostname,
-                "ts": ts_ms,
-                "interval_s": self.interval_s,
-                "origin_file": self.file_name,
-                "origin_snapshot": snapshot,
-                "rows": snap.rows,
-            },
-            key=host_id,
-            snapshot=number,
-        )
+            yield Emitted("cpu_samples", self.cpu_sample(head, snap.cpu), key=self.host_id, snapshot=number)
+        yield Emitted("nmon_snapshots", {**head, "rows": snap.rows}, key=self.host_id, snapshot=number, values=values)
 
-    def _config_record(self) -> Emitted:
+    def snapshot_head(self, tag: bytes, ts_ms: int) -> dict[str, object]:
+        """The fields of an nmon_snapshots record before its rows."""
+        return {
+            "host_id": self.host_id,
+            "hostname": self.hostname,
+            "ts": ts_ms,
+            "interval_s": self.interval_s,
+            "origin_file": self.file_name,
+            "origin_snapshot": tag.decode(),
+        }
+
+    @staticmethod
+    def cpu_sample(head: dict[str, object], cpu: dict[str, float | int | None]) -> dict[str, object]:
+        record = {k: head[k] for k in ("host_id", "hostname", "ts", "interval_s")}
+        record["source"] = SOURCE
+        record["origin_file"] = head["origin_file"]
+        record["origin_snapshot"] = head["origin_snapshot"]
+        for name in layout.CPU_SAMPLE_FIELDS:
+            record[name] = cpu.get(name)
+        return record
+
+    def config_record(self) -> Emitted:
         self.config_emitted = True
         assert self.first_ts is not None
         return Emitted(

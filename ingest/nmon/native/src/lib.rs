@@ -1,0 +1,532 @@
+//! The hot path of the nmon collector in native code.
+//!
+//! An nmon file is almost entirely data lines of sections whose header is already known
+//! (`CPU_ALL,T0042,3.1,1.0,...`). Python needs about a microsecond per such line just to split it
+//! and convert its numbers, which caps the collector far below the disk. This scanner does
+//! exactly that part: it splits chunks into lines, turns data lines into Avro-encoded
+//! `NmonRow`s (schemas/nmon_snapshot.avsc) and keeps them per snapshot until the snapshot is
+//! complete. Every other line (ZZZZ times, AAA/BBB configuration, header lines, garbage) goes to
+//! Python's `control` hook, which holds the nmon knowledge that is not per line
+//! (ingest/nmon/layout.py, host_config.py), so the mapping exists once.
+//!
+//! The Python parser (ingest/nmon/parser.py) is the reference: tests/unit/test_nmon_native.py
+//! checks that both give byte-identical Avro for every corpus file.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyFloat, PyList, PyTuple};
+use memchr::memchr;
+use rustc_hash::FxHashMap;
+
+/// Typed cpu_sample slots a header can fill (index into layout.CPU_SAMPLE_FIELDS).
+const CPU_SLOTS: usize = 32;
+/// Room kept before a snapshot's rows for the array's count, so the block is never copied.
+const ROWS_AT: usize = 10;
+
+// --- Avro binary encoding, as fastavro writes it: zig-zag varint longs, length-prefixed
+// strings, arrays and maps as a single block (count, items, 0), unions as branch index + value.
+
+fn put_long(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    put_long(out, s.len() as i64);
+    out.extend_from_slice(s);
+}
+
+fn str_array(items: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if !items.is_empty() {
+        put_long(&mut out, items.len() as i64);
+        for item in items {
+            put_str(&mut out, item.as_bytes());
+        }
+    }
+    out.push(0);
+    out
+}
+
+// --- Python's notion of blanks, so labels and numbers match the reference parser.
+
+/// bytes.strip(): ASCII space, \t \n \v \f \r.
+fn strip_bytes(s: &[u8]) -> &[u8] {
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let start = s.iter().position(|b| !blank(b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !blank(b)).map_or(start, |p| p + 1);
+    &s[start..end]
+}
+
+/// bytes.decode("utf-8", "replace").strip(): str.isspace() also counts \x1c..\x1f.
+fn text_value(s: &[u8]) -> String {
+    let decoded = String::from_utf8_lossy(s);
+    decoded
+        .trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
+        .to_string()
+}
+
+fn is_snapshot_tag(s: &[u8]) -> bool {
+    s.len() > 1 && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
+}
+
+fn tag_number(tag: &[u8]) -> u64 {
+    tag[1..]
+        .iter()
+        .fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+}
+
+struct Header {
+    section: String,
+    columns: Vec<String>,
+    numeric: Vec<usize>,
+    text: Vec<usize>,
+    strict: bool,
+    top: bool,
+    entity_from_labels: Vec<String>,
+    cpu_fields: Vec<(usize, usize)>, // (slot, position among the numbers)
+    section_avro: Vec<u8>,
+    entities_avro: Vec<u8>, // unused when the entity comes from labels
+    metrics_avro: Vec<u8>,
+}
+
+impl Header {
+    fn from_spec(spec: &Bound<'_, PyTuple>) -> PyResult<Header> {
+        let section: String = spec.get_item(0)?.extract()?;
+        let columns: Vec<String> = spec.get_item(1)?.extract()?;
+        let numeric: Vec<usize> = spec.get_item(2)?.extract()?;
+        let text: Vec<usize> = spec.get_item(3)?.extract()?;
+        let entities: Vec<String> = spec.get_item(4)?.extract()?;
+        let metrics: Vec<String> = spec.get_item(5)?.extract()?;
+        let strict: bool = spec.get_item(6)?.extract()?;
+        let top: bool = spec.get_item(7)?.extract()?;
+        let entity_from_labels: Vec<String> = spec.get_item(8)?.extract()?;
+        let cpu_fields: Vec<(usize, usize)> = spec.get_item(9)?.extract()?;
+        if cpu_fields.iter().any(|(slot, _)| *slot >= CPU_SLOTS) {
+            return Err(pyo3::exceptions::PyValueError::new_err("cpu slot out of range"));
+        }
+        let mut section_avro = Vec::new();
+        put_str(&mut section_avro, section.as_bytes());
+        Ok(Header {
+            section,
+            columns,
+            numeric,
+            text,
+            strict,
+            top,
+            entity_from_labels,
+            cpu_fields,
+            section_avro,
+            entities_avro: str_array(&entities),
+            metrics_avro: str_array(&metrics),
+        })
+    }
+}
+
+struct Snap {
+    tag: Vec<u8>,
+    number: u64,
+    rows: Vec<u8>,
+    n_rows: u64,
+    n_values: u64,
+    cpu: [Option<f64>; CPU_SLOTS],
+    cpu_any: bool,
+    first_line: u64,
+    first_offset: u64,
+    ts: Option<i64>,
+}
+
+impl Snap {
+    fn new(tag: &[u8], first_line: u64, first_offset: u64, capacity: usize) -> Snap {
+        let mut rows = Vec::with_capacity(capacity.max(ROWS_AT + 1));
+        rows.resize(ROWS_AT, 0);
+        Snap {
+            tag: tag.to_vec(),
+            number: tag_number(tag),
+            rows,
+            n_rows: 0,
+            n_values: 0,
+            cpu: [None; CPU_SLOTS],
+            cpu_any: false,
+            first_line,
+            first_offset,
+            ts: None,
+        }
+    }
+}
+
+/// Feed it chunks of one nmon file in order; it returns events as snapshots complete:
+/// ("snapshot", number, tag, ts_ms, rows_block, values, cpu or None), ("dead", line, offset,
+/// error, raw), ("config",) where the reference parser emits the host configuration.
+#[pyclass(module = "fleetperf_nmon_scan")]
+struct Scanner {
+    hooks: PyObject,
+    headers: FxHashMap<Vec<u8>, Header>,
+    snaps: Vec<Snap>, // open snapshots in the order they were first seen (usually one or two)
+    carry: Vec<u8>,
+    next_offset: u64,
+    #[pyo3(get)]
+    lines: u64,
+    #[pyo3(get)]
+    last_line_offset: i64,
+    events: Vec<PyObject>,
+    values: Vec<Option<f64>>,
+    labels: Vec<(String, String)>,
+    fields: Vec<(usize, usize)>, // cells of the current line as byte ranges, reused
+    rows_hint: usize,            // size of the last snapshot's rows, to allocate once
+}
+
+enum LineOutcome {
+    Ok,
+    Error(String),
+}
+
+#[pymethods]
+impl Scanner {
+    #[new]
+    fn new(hooks: PyObject) -> Scanner {
+        Scanner {
+            hooks,
+            headers: FxHashMap::default(),
+            fields: Vec::new(),
+            rows_hint: 0,
+            snaps: Vec::new(),
+            carry: Vec::new(),
+            next_offset: 0,
+            lines: 0,
+            last_line_offset: -1,
+            events: Vec::new(),
+            values: Vec::new(),
+            labels: Vec::new(),
+        }
+    }
+
+    /// Bytes read so far that ended in a complete line.
+    #[getter]
+    fn consumed(&self) -> u64 {
+        self.next_offset
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let mut start = 0;
+        if !self.carry.is_empty() {
+            match memchr(b'\n', chunk) {
+                Some(p) => {
+                    let mut line = std::mem::take(&mut self.carry);
+                    line.extend_from_slice(&chunk[..=p]);
+                    self.raw_line(py, &line)?;
+                    start = p + 1;
+                }
+                None => {
+                    self.carry.extend_from_slice(chunk);
+                    return self.take_events(py);
+                }
+            }
+        }
+        let mut rest = &chunk[start..];
+        while let Some(p) = memchr(b'\n', rest) {
+            self.raw_line(py, &rest[..=p])?;
+            rest = &rest[p + 1..];
+        }
+        self.carry.extend_from_slice(rest);
+        self.take_events(py)
+    }
+
+    /// End of file: a last line without newline, then every snapshot still open.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if !self.carry.is_empty() {
+            let line = std::mem::take(&mut self.carry);
+            self.raw_line(py, &line)?;
+        }
+        let mut open = std::mem::take(&mut self.snaps);
+        open.sort_by_key(|s| s.number);
+        for snap in open {
+            if snap.ts.is_none() {
+                if snap.n_rows > 0 || snap.cpu_any {
+                    let message = format!(
+                        "snapshot {} has data but no ZZZZ time line (file cut short?)",
+                        String::from_utf8_lossy(&snap.tag)
+                    );
+                    self.dead(py, snap.first_line, snap.first_offset, message, &snap.tag);
+                }
+            } else {
+                self.emit(py, snap);
+            }
+        }
+        self.take_events(py)
+    }
+}
+
+impl Scanner {
+    fn take_events<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, std::mem::take(&mut self.events))
+    }
+
+    fn dead(&mut self, py: Python<'_>, line_no: u64, offset: u64, message: String, raw: &[u8]) {
+        let event = ("dead", line_no, offset, message, PyBytes::new(py, raw));
+        self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+    }
+
+    fn raw_line(&mut self, py: Python<'_>, raw: &[u8]) -> PyResult<()> {
+        self.lines += 1;
+        let line_no = self.lines;
+        let offset = self.next_offset;
+        self.next_offset += raw.len() as u64;
+        self.last_line_offset = offset as i64;
+        let end = raw.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |p| p + 1);
+        let line = &raw[..end];
+        if strip_bytes(line).is_empty() {
+            return Ok(());
+        }
+        if let LineOutcome::Error(message) = self.line(py, line, line_no, offset)? {
+            self.dead(py, line_no, offset, message, line);
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, py: Python<'_>, line: &[u8], line_no: u64, offset: u64) -> PyResult<LineOutcome> {
+        let comma = memchr(b',', line);
+        let (tag, rest) = match comma {
+            Some(p) => (&line[..p], &line[p + 1..]),
+            None => (line, &line[line.len()..]),
+        };
+        if let Some(header) = self.headers.get(tag) {
+            let base = line.len() - rest.len();
+            self.fields.clear();
+            let mut start = 0;
+            while let Some(p) = memchr(b',', &rest[start..]) {
+                self.fields.push((base + start, base + start + p));
+                start += p + 1;
+            }
+            self.fields.push((base + start, line.len()));
+            let cell = |k: usize| &line[self.fields[k].0..self.fields[k].1];
+            if is_snapshot_tag(cell(0)) {
+                return self.data(py, tag, line, 1, None, line_no, offset);
+            }
+            if header.top && self.fields.len() > 1 && is_snapshot_tag(cell(1)) {
+                // TOP,<PID>,T0001,...: the process id comes before the snapshot tag
+                return self.data(py, tag, line, 2, Some(0), line_no, offset);
+            }
+        }
+        self.control(py, tag, rest, line, line_no)
+    }
+
+    fn control(&mut self, py: Python<'_>, tag: &[u8], rest: &[u8], line: &[u8], line_no: u64) -> PyResult<LineOutcome> {
+        let answer = self.hooks.call_method1(
+            py,
+            "scan_control",
+            (PyBytes::new(py, tag), PyBytes::new(py, rest), PyBytes::new(py, line), line_no),
+        )?;
+        let answer = answer.bind(py);
+        if answer.is_none() {
+            return Ok(LineOutcome::Ok);
+        }
+        let answer = answer.downcast::<PyTuple>()?;
+        let kind: String = answer.get_item(0)?.extract()?;
+        match kind.as_str() {
+            "error" => Ok(LineOutcome::Error(answer.get_item(1)?.extract()?)),
+            "header" => {
+                let spec = answer.get_item(1)?;
+                let header = Header::from_spec(spec.downcast::<PyTuple>()?)?;
+                self.headers.insert(tag.to_vec(), header);
+                Ok(LineOutcome::Ok)
+            }
+            "zzzz" => {
+                let snap_tag: Vec<u8> = answer.get_item(1)?.extract()?;
+                let ts: i64 = answer.get_item(2)?.extract()?;
+                let first: bool = answer.get_item(3)?.extract()?;
+                self.zzzz(py, &snap_tag, ts, first, line_no);
+                Ok(LineOutcome::Ok)
+            }
+            other => Err(pyo3::exceptions::PyValueError::new_err(format!("control hook answered {other:?}"))),
+        }
+    }
+
+    fn zzzz(&mut self, py: Python<'_>, tag: &[u8], ts: i64, first: bool, line_no: u64) {
+        let idx = self.snap_index(tag, line_no, 0);
+        self.snaps[idx].ts = Some(ts);
+        if first {
+            let event = PyTuple::new(py, ["config"]).expect("tuple");
+            self.events.push(event.into_any().unbind());
+        }
+        // every snapshot before this one has seen all its lines now
+        let number = tag_number(tag);
+        let (done, open): (Vec<Snap>, Vec<Snap>) =
+            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.number < number);
+        self.snaps = open;
+        for snap in done {
+            if snap.ts.is_some() {
+                self.emit(py, snap);
+            }
+        }
+    }
+
+    fn snap_index(&mut self, tag: &[u8], line_no: u64, offset: u64) -> usize {
+        if let Some(i) = self.snaps.iter().position(|s| s.tag == tag) {
+            return i;
+        }
+        self.snaps.push(Snap::new(tag, line_no, offset, self.rows_hint));
+        self.snaps.len() - 1
+    }
+
+    fn emit(&mut self, py: Python<'_>, snap: Snap) {
+        if snap.n_rows == 0 {
+            return;
+        }
+        let mut rows = snap.rows;
+        self.rows_hint = self.rows_hint.max(rows.len() + 1);
+        let mut count = Vec::with_capacity(ROWS_AT);
+        put_long(&mut count, snap.n_rows as i64);
+        let start = ROWS_AT - count.len();
+        rows[start..ROWS_AT].copy_from_slice(&count);
+        rows.push(0);
+        let block = &rows[start..];
+        let cpu = if snap.cpu_any { Some(snap.cpu.to_vec()) } else { None };
+        let event = (
+            "snapshot",
+            snap.number,
+            String::from_utf8_lossy(&snap.tag).into_owned(),
+            snap.ts.expect("emitted snapshots have a time"),
+            PyBytes::new(py, block),
+            snap.n_values,
+            cpu,
+        );
+        self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+    }
+
+    /// A data line: its values are the cells from `first` on, after TOP's PID cell `pid`.
+    #[allow(clippy::too_many_arguments)]
+    fn data(
+        &mut self,
+        py: Python<'_>,
+        tag: &[u8],
+        line: &[u8],
+        first: usize,
+        pid: Option<usize>,
+        line_no: u64,
+        offset: u64,
+    ) -> PyResult<LineOutcome> {
+        let snap_tag = &line[self.fields[first - 1].0..self.fields[first - 1].1];
+        let idx = self.snap_index(snap_tag, line_no, offset);
+        let header = &self.headers[tag];
+        let fields = &self.fields;
+        // the values as the reference parser sees them: TOP's PID first, short lines padded
+        let cell = |i: usize| -> &[u8] {
+            let k = match pid {
+                Some(p) if i == 0 => p,
+                Some(_) => first + i - 1,
+                None => first + i,
+            };
+            fields.get(k).map_or(b"", |&(a, b)| &line[a..b])
+        };
+        let labels = &mut self.labels;
+        labels.clear();
+        for &i in &header.text {
+            set_label(labels, &header.columns[i], text_value(cell(i)));
+        }
+        let values = &mut self.values;
+        values.clear();
+        for &i in &header.numeric {
+            let raw = cell(i);
+            let trimmed = strip_bytes(raw);
+            if trimmed.is_empty() {
+                values.push(None);
+                continue;
+            }
+            let fast = std::str::from_utf8(trimmed).ok().and_then(|s| s.parse::<f64>().ok());
+            let parsed = match fast {
+                Some(v) => Some(v),
+                // Python's float() also takes "1_000", which Rust does not: ask Python then
+                None if memchr(b'_', trimmed).is_some() => py
+                    .get_type::<PyFloat>()
+                    .call1((PyBytes::new(py, raw),))
+                    .ok()
+                    .and_then(|f| f.extract::<f64>().ok()),
+                None => None,
+            };
+            match parsed {
+                Some(v) => values.push(Some(v)),
+                None => {
+                    if header.strict {
+                        let shown = PyBytes::new(py, &raw[..raw.len().min(40)]).repr()?.to_string();
+                        return Ok(LineOutcome::Error(format!(
+                            "{} {}: not a number: {}",
+                            header.section, header.columns[i], shown
+                        )));
+                    }
+                    // a section we do not know may carry text anywhere: keep it as a label
+                    set_label(labels, &header.columns[i], text_value(raw));
+                    values.push(None);
+                }
+            }
+        }
+        let snap = &mut self.snaps[idx];
+        let rows = &mut snap.rows;
+        rows.extend_from_slice(&header.section_avro);
+        if header.entity_from_labels.is_empty() {
+            rows.extend_from_slice(&header.entities_avro);
+        } else {
+            let joined = header
+                .entity_from_labels
+                .iter()
+                .map(|c| labels.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str()))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let entity = joined.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
+            if !values.is_empty() {
+                put_long(rows, values.len() as i64);
+                for _ in 0..values.len() {
+                    put_str(rows, entity.as_bytes());
+                }
+            }
+            rows.push(0);
+        }
+        rows.extend_from_slice(&header.metrics_avro);
+        if !values.is_empty() {
+            put_long(rows, values.len() as i64);
+            for v in values.iter() {
+                match v {
+                    None => rows.push(0),
+                    Some(x) => {
+                        rows.push(2);
+                        rows.extend_from_slice(&x.to_le_bytes());
+                    }
+                }
+            }
+        }
+        rows.push(0);
+        if !labels.is_empty() {
+            put_long(rows, labels.len() as i64);
+            for (k, v) in labels.iter() {
+                put_str(rows, k.as_bytes());
+                put_str(rows, v.as_bytes());
+            }
+        }
+        rows.push(0);
+        snap.n_rows += 1;
+        snap.n_values += values.len() as u64;
+        for &(slot, pos) in &header.cpu_fields {
+            snap.cpu[slot] = values.get(pos).copied().flatten();
+            snap.cpu_any = true;
+        }
+        Ok(LineOutcome::Ok)
+    }
+}
+
+/// dict semantics: a repeated key keeps its first position and takes the last value.
+fn set_label(labels: &mut Vec<(String, String)>, key: &str, value: String) {
+    match labels.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => labels.push((key.to_string(), value)),
+    }
+}
+
+#[pymodule]
+fn fleetperf_nmon_scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Scanner>()?;
+    m.add("CPU_SLOTS", CPU_SLOTS)?;
+    Ok(())
+}
