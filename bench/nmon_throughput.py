@@ -1,7 +1,9 @@
-"""nmon collector throughput per core: parse only, parse + Avro (Confluent framing, no broker), and
-file -> Kafka (with --kafka, against the running local stack), on the corpus and on large files
-built from the real AIX corpus file (its snapshots repeated with new tags and times). Also the
-peak RSS of parsing files of growing size in fresh processes, which must stay flat."""
+"""nmon collector throughput per core, the reference Python parser beside the native scanner
+(ingest/nmon/native): parse only, parse + Avro (Confluent framing, no broker), and file -> Kafka
+(with --kafka, against the running local stack: `./fleetperf up`), on the corpus and on large files
+built from the real AIX corpus file (its snapshots repeated with new tags and times). Per core =
+CPU seconds of the process, librdkafka's threads included. Also the peak RSS of reading files of
+growing size in fresh processes, which must stay flat."""
 
 from __future__ import annotations
 
@@ -22,7 +24,10 @@ sys.path.insert(0, str(ROOT))
 from fastavro import parse_schema, schemaless_writer  # noqa: E402
 
 from core import config  # noqa: E402
+from ingest.nmon import native_parser  # noqa: E402
 from ingest.nmon.parser import parse_file  # noqa: E402
+
+PARSERS = {"python": parse_file, "native": native_parser.parse_file}
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "nmon"
 
@@ -57,7 +62,7 @@ def _snap(line: str) -> bool:
     return False
 
 
-def measure(path: Path, encode: bool) -> dict[str, float]:
+def measure(path: Path, parser: str, encode: bool) -> dict[str, float]:
     schemas = {}
     if encode:
         settings = config.load()
@@ -66,11 +71,13 @@ def measure(path: Path, encode: bool) -> dict[str, float]:
     buf = io.BytesIO()
     values = records = 0
     t0 = time.process_time()
-    for e in parse_file(path, UTC):
+    for e in PARSERS[parser](path, UTC):
         records += 1
-        if e.topic_key == "nmon_snapshots":
-            values += sum(len(r["values"]) for r in e.record["rows"])
+        values += e.values
         if encode:
+            if e.encoded is not None:
+                _ = b"\0\0\0\0\1" + e.encoded  # the producer frames it the same way
+                continue
             buf.seek(0)
             buf.write(b"\0\0\0\0\1")  # Confluent frame header, as the producer writes it
             schemaless_writer(buf, schemas[e.topic_key], e.record)
@@ -91,11 +98,13 @@ def to_kafka(path: Path) -> dict[str, float]:
     return {"MB": mb, "cpu_s": cpu, "MB/s": mb / cpu, "wall MB/s": mb / wall, "values/s": summary.values / cpu}
 
 
-def peak_rss_of_parse(path: Path) -> float:
+def peak_rss_of_parse(path: Path, parser: str) -> float:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from ingest.nmon.parser import parse_file\nfrom pathlib import Path\nimport resource\n"
-        f"for _ in parse_file(Path({str(path)!r})): pass\n"
+        "from ingest.nmon.parser import parse_file as python\n"
+        "from ingest.nmon.native_parser import parse_file as native\n"
+        "from pathlib import Path\nimport resource\n"
+        f"for _ in {parser}(Path({str(path)!r})): pass\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -112,27 +121,29 @@ def main() -> int:
         files = sorted(CORPUS.glob("*.nmon"))
         grown = [grow_aix(c, Path(tmp) / f"aix_x{c}.nmon") for c in args.copies]
         for path in [*files, *grown]:
-            parse = measure(path, encode=False)
-            avro = measure(path, encode=True)
-            row = {
-                "file": path.name,
-                "MB": parse["MB"],
-                "parse MB/s": parse["MB/s"],
-                "parse values/s": parse["values/s"],
-                "+avro MB/s": avro["MB/s"],
-            }
+            row: dict[str, object] = {"file": path.name, "MB": path.stat().st_size / 1e6}
+            for parser in PARSERS:
+                parse = measure(path, parser, encode=False)
+                row[f"{parser} parse MB/s"] = parse["MB/s"]
+                row[f"{parser} +avro MB/s"] = measure(path, parser, encode=True)["MB/s"]
+            row["native values/s"] = parse["values/s"]
             if args.kafka:
-                row["kafka MB/s (cpu)"] = to_kafka(path)["MB/s"]
+                kafka = to_kafka(path)
+                row["native kafka MB/s"] = kafka["MB/s"]
+                row["kafka values/s"] = kafka["values/s"]
             rows.append(row)
-        rss = [(p.name, p.stat().st_size / 1e6, peak_rss_of_parse(p)) for p in grown]
+        rss = [
+            (p.name, p.stat().st_size / 1e6, peak_rss_of_parse(p, "python"), peak_rss_of_parse(p, "native"))
+            for p in grown
+        ]
     cols = list(rows[0])
     print("per core (CPU time of one process)")
     print("  ".join(f"{c:>18}" for c in cols))
     for r in rows:
-        print("  ".join(f"{r[c]:>18.1f}" if isinstance(r[c], float) else f"{r[c]:>18}" for c in cols))
-    print("\npeak RSS while parsing (fresh process each)")
-    for name, mb, peak in rss:
-        print(f"{name:>18} {mb:8.1f} MB file  -> {peak:7.1f} MB peak RSS")
+        print("  ".join(f"{r[c]:>18,.1f}" if isinstance(r[c], float) else f"{r[c]:>18}" for c in cols))
+    print("\npeak RSS while parsing (fresh process each): python, native")
+    for name, mb, peak, native_peak in rss:
+        print(f"{name:>18} {mb:8.1f} MB file  -> {peak:7.1f} MB, {native_peak:7.1f} MB peak RSS")
     print(f"\nself RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from fastavro import parse_schema, schemaless_writer
 
 from core.config import Settings, Topic
 
@@ -44,15 +46,15 @@ def register_schemas(settings: Settings) -> dict[str, int]:
 
 
 class AvroProducer:
-    """Produces dict records of the configured topics as Confluent-framed Avro."""
+    """Produces records of the configured topics as Confluent-framed Avro: magic byte 0, the
+    schema's registry id (big-endian), the Avro body. Each topic's schema is registered under
+    '<topic>-value' on first use, as the Confluent serializer's auto-registration does; the body is
+    written by fastavro directly, which costs a fifth of what the serializer's per-call bookkeeping
+    does and matters at tens of thousands of records a second."""
 
     def __init__(self, settings: Settings, **conf: Any) -> None:
         self.settings = settings
         client = registry_client(settings)
-        self._serializers = {
-            key: AvroSerializer(client, topic.schema_text(), conf={"auto.register.schemas": True})
-            for key, topic in settings.topics.items()
-        }
         base = {
             "bootstrap.servers": settings.bootstrap,
             "enable.idempotence": True,
@@ -63,27 +65,33 @@ class AvroProducer:
         base.update(conf)
         self._producer = Producer(base)
         self._client = client
-        self._schema_ids: dict[str, int] = {}
+        self._frames: dict[str, tuple[bytes, Any]] = {}
         self.errors: list[str] = []
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None:
             self.errors.append(str(err))
 
+    def _frame(self, topic_key: str) -> tuple[bytes, Any]:
+        frame = self._frames.get(topic_key)
+        if frame is None:
+            topic = self.settings.topic(topic_key)
+            schema_id = self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
+            parsed = parse_schema(json.loads(topic.schema_text()))
+            frame = self._frames[topic_key] = (b"\0" + schema_id.to_bytes(4, "big"), parsed)
+        return frame
+
     def send(self, topic_key: str, record: dict[str, Any], key: str | None = None) -> None:
-        topic = self.settings.topic(topic_key)
-        value = self._serializers[topic_key](record, SerializationContext(topic.name, MessageField.VALUE))
-        self._produce(topic.name, value, key)
+        header, schema = self._frame(topic_key)
+        buf = io.BytesIO()
+        buf.write(header)
+        schemaless_writer(buf, schema, record)
+        self._produce(self.settings.topic(topic_key).name, buf.getvalue(), key)
 
     def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None) -> None:
-        """A record already Avro-encoded with the topic's schema: only the Confluent frame is added
-        (magic byte 0, schema id big-endian), with the id the serializer would use."""
-        topic = self.settings.topic(topic_key)
-        schema_id = self._schema_ids.get(topic_key)
-        if schema_id is None:
-            schema_id = self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
-            self._schema_ids[topic_key] = schema_id
-        self._produce(topic.name, b"\0" + schema_id.to_bytes(4, "big") + avro, key)
+        """A record already Avro-encoded with the topic's schema (the native nmon scanner)."""
+        header, _ = self._frame(topic_key)
+        self._produce(self.settings.topic(topic_key).name, header + avro, key)
 
     def _produce(self, topic: str, value: bytes, key: str | None) -> None:
         while True:

@@ -3,23 +3,23 @@
 Same records as `NmonParser`, byte for byte once Avro-encoded (tests/unit/test_nmon_native.py),
 several times faster: the scanner turns data lines into encoded rows; every other line comes
 back here to `NmonParser.control`, so headers, times and host configuration are decided by one
-piece of code. Snapshot records leave already encoded (`Emitted.encoded`); cpu_samples, host
-configuration and dead letters stay dicts.
+piece of code. The records of a snapshot (nmon_snapshots, cpu_samples) leave the scanner
+already encoded (`Emitted.encoded`, `Emitted.record` then empty), written field by field after
+plans compiled below from the topics' .avsc files; a schema the plans cannot express makes
+`available()` false and the collector uses the Python parser. Host configuration and dead
+letters stay dicts.
 
 Fed chunks of any size rather than lines: line splitting is part of what the scanner saves.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-from fastavro import parse_schema, schemaless_writer
 
 from core import config
 from ingest.nmon import layout
@@ -35,18 +35,55 @@ CHUNK = 1 << 20
 _SLOTS = {name: i for i, name in enumerate(layout.CPU_SAMPLE_FIELDS)}
 
 
+# what a record field can come from, besides the snapshot's own time, tag, rows and cpu slots
+_CONTEXT_STR = ("host_id", "hostname", "source", "origin_file")
+_CONTEXT_DOUBLE = ("interval_s",)
+_ROW_FIELDS = ["section", "entities", "metrics", "values", "labels"]  # the NmonRow the scanner writes
+
+
+class UnsupportedSchemaError(ValueError):
+    pass
+
+
 def available() -> bool:
-    return _native is not None and len(layout.CPU_SAMPLE_FIELDS) <= _native.CPU_SLOTS
+    if _native is None or len(layout.CPU_SAMPLE_FIELDS) > _native.CPU_SLOTS:
+        return False
+    try:
+        _plans()
+    except UnsupportedSchemaError:
+        return False
+    return True
 
 
 @cache
-def _head_schema() -> dict[str, Any]:
-    """nmon_snapshots' schema without its last field, the rows the scanner encodes. Avro writes a
-    record as its fields one after the other, so head + rows block is the whole record."""
-    schema = json.loads(config.load().topic("nmon_snapshots").schema_text())
-    if schema["fields"][-1]["name"] != "rows":
-        raise RuntimeError("nmon_snapshot.avsc: the native scanner needs 'rows' as the last field")
-    return parse_schema({**schema, "name": "NmonSnapshotHead", "fields": schema["fields"][:-1]})
+def _plans() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    settings = config.load()
+    return tuple(_plan(json.loads(settings.topic(key).schema_text())) for key in ("nmon_snapshots", "cpu_samples"))
+
+
+def _plan(schema: dict[str, Any]) -> list[tuple[str, int]]:
+    """The scanner's recipe for a record: (kind, index) per field, in the schema's order."""
+    plan = []
+    for f in schema["fields"]:
+        name, kind = f["name"], f["type"]
+        base = kind.get("type") if isinstance(kind, dict) else kind
+        if name in _CONTEXT_STR and kind == "string":
+            plan.append(("context_str", _CONTEXT_STR.index(name)))
+        elif name in _CONTEXT_DOUBLE and kind == "double":
+            plan.append(("context_double", _CONTEXT_DOUBLE.index(name)))
+        elif name == "ts" and base == "long":
+            plan.append(("ts", 0))
+        elif name == "origin_snapshot" and kind == "string":
+            plan.append(("tag", 0))
+        elif name == "rows" and base == "array" and [r["name"] for r in kind["items"]["fields"]] == _ROW_FIELDS:
+            plan.append(("rows", 0))
+        elif name in _SLOTS and kind == ["null", "double"]:
+            plan.append(("cpu_double", _SLOTS[name]))
+        elif name in _SLOTS and kind == ["null", "int"]:
+            plan.append(("cpu_int", _SLOTS[name]))
+        else:
+            raise UnsupportedSchemaError(f"{schema['name']}.{name}: {kind} is not a field the native scanner writes")
+    return plan
 
 
 class NativeNmonParser:
@@ -56,13 +93,12 @@ class NativeNmonParser:
         if _native is None:
             raise RuntimeError("the native nmon scanner is not built (see ingest/nmon/README.md)")
         self.lines = NmonParser(file_name, tz)  # headers, times, host configuration
-        self.scanner = _native.Scanner(self)
+        self.scanner = _native.Scanner(self, *_plans())
         self.file_name = file_name
         self.errors = 0
         self.snapshots_emitted = 0
         self.values_emitted = 0
         self._pending_config: Emitted | None = None
-        self._head_schema = _head_schema()
 
     @property
     def host_id(self) -> str:
@@ -82,7 +118,7 @@ class NativeNmonParser:
             yield from self._event(event)
 
     def finish(self) -> Iterator[Emitted]:
-        for event in self.scanner.finish():
+        for event in self.scanner.finish(self._context()):
             yield from self._event(event)
         if not self.lines.config_emitted and self.lines.first_ts is not None:
             yield self.lines.config_record()
@@ -103,26 +139,22 @@ class NativeNmonParser:
         first = not self.lines.config_emitted
         if first:
             self._pending_config = self.lines.config_record()
-        return ("zzzz", snap_tag, int(ts.timestamp() * 1000), first)
+        return ("zzzz", snap_tag, int(ts.timestamp() * 1000), first, self._context())
+
+    def _context(self) -> tuple[list[str], list[float]]:
+        lines = self.lines
+        return [lines.host_id, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
         if kind == "snapshot":
-            _, number, tag, ts_ms, rows_block, values, cpu = event
+            _, number, values, snapshot, cpu = event
             self.snapshots_emitted += 1
             self.values_emitted += values
-            head = self.lines.snapshot_head(tag.encode(), ts_ms)
             key = self.lines.host_id
             if cpu is not None:
-                fields = {
-                    name: (int(v) if v is not None and name in layout.INT_CPU_FIELDS else v)
-                    for name, v in zip(layout.CPU_SAMPLE_FIELDS, cpu, strict=False)
-                }
-                yield Emitted("cpu_samples", NmonParser.cpu_sample(head, fields), key=key, snapshot=number)
-            buf = io.BytesIO()
-            schemaless_writer(buf, self._head_schema, head)
-            buf.write(rows_block)
-            yield Emitted("nmon_snapshots", head, key=key, snapshot=number, encoded=buf.getvalue(), values=values)
+                yield Emitted("cpu_samples", {}, key=key, snapshot=number, encoded=cpu)
+            yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)
         elif kind == "dead":
             _, line_no, offset, error, raw = event
             self.errors += 1

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
@@ -17,7 +18,10 @@ from ingest.nmon import native_parser
 from ingest.nmon.parser import NmonParser
 from ingest.nmon.parser import parse_file as reference_parse
 
-SCHEMA = parse_schema(json.loads(config.load().topic("nmon_snapshots").schema_text()))
+SCHEMAS = {
+    key: parse_schema(json.loads(config.load().topic(key).schema_text())) for key in ("nmon_snapshots", "cpu_samples")
+}
+SCHEMA = SCHEMAS["nmon_snapshots"]
 
 QUIRKS = (
     "AAA,host,odd\r\nAAA,interval,60\r\nAAA,SerialNumber,0ABCDEF\nAAA,LPARNumberName,2,odd\n"
@@ -53,18 +57,19 @@ QUIRKS = (
 )
 
 
-def encode(record: dict) -> bytes:
+def encode(topic_key: str, record: dict) -> bytes:
     buf = io.BytesIO()
-    schemaless_writer(buf, SCHEMA, record)
+    schemaless_writer(buf, SCHEMAS[topic_key], record)
     return buf.getvalue()
 
 
 def comparable(emitted) -> tuple:
+    """What reaches Kafka: the Avro body of snapshot records, the dict of the others."""
     record = dict(emitted.record)
     record.pop("detected_at", None)
-    body = emitted.encoded if emitted.encoded is not None else None
-    if emitted.topic_key == "nmon_snapshots":
-        body = emitted.encoded if emitted.encoded is not None else encode(record)
+    body = None
+    if emitted.topic_key in SCHEMAS:
+        body = emitted.encoded if emitted.encoded is not None else encode(emitted.topic_key, record)
         record = {}
     return (emitted.topic_key, emitted.key, emitted.snapshot, emitted.values, body, record)
 
@@ -96,8 +101,7 @@ def test_every_corpus_file_gives_the_reference_records(corpus: Path) -> None:
         got = [comparable(e) for e in native_parser.parse_file(path)]
         assert len(got) == len(want), path.name
         assert got == want, path.name
-        snapshots = [e for e in got if e[0] == "nmon_snapshots"]
-        assert snapshots, path.name
+        assert {e[0] for e in got} >= {"nmon_snapshots", "cpu_samples", "host_configs"}, path.name
 
 
 def test_quirks_in_random_chunks(tmp_path: Path) -> None:
@@ -118,8 +122,15 @@ def test_quirks_in_random_chunks(tmp_path: Path) -> None:
 def test_values_decode_as_written(tmp_path: Path) -> None:
     path = tmp_path / "quirks.nmon"
     path.write_bytes(QUIRKS.encode())
-    snaps = [e for e in native_parser.parse_file(path) if e.topic_key == "nmon_snapshots"]
+    emitted = list(native_parser.parse_file(path))
+    snaps = [e for e in emitted if e.topic_key == "nmon_snapshots"]
+    cpu = [e for e in emitted if e.topic_key == "cpu_samples"]
     first = schemaless_reader(io.BytesIO(snaps[0].encoded), SCHEMA, SCHEMA)
+    sample = schemaless_reader(io.BytesIO(cpu[0].encoded), SCHEMAS["cpu_samples"], SCHEMAS["cpu_samples"])
+    assert sample["ts"] == first["ts"] == datetime(2024, 1, 1, 0, 1, tzinfo=UTC) and sample["source"] == "nmon"
+    assert (sample["user_pct"], sample["steal_pct"], sample["cpus"], sample["physc"]) == (1.0, 1.0, 2, 0.5)
+    assert (sample["virtual_cpus"], sample["entitled"], sample["pool_cpus"], sample["pool_idle"]) == (2, 0.4, 16, 9.5)
+    assert first["interval_s"] == sample["interval_s"] == 60.0 and first["hostname"] == "odd"
     rows = {(r["section"], r["entities"][0] if r["entities"] else ""): r for r in first["rows"]}
     assert first["origin_snapshot"] == "T0001" and first["host_id"] == "0ABCDEF-2"
     top = rows[("TOP", "1234 java")]

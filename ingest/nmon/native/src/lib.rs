@@ -19,8 +19,6 @@ use rustc_hash::FxHashMap;
 
 /// Typed cpu_sample slots a header can fill (index into layout.CPU_SAMPLE_FIELDS).
 const CPU_SLOTS: usize = 32;
-/// Room kept before a snapshot's rows for the array's count, so the block is never copied.
-const ROWS_AT: usize = 10;
 
 // --- Avro binary encoding, as fastavro writes it: zig-zag varint longs, length-prefixed
 // strings, arrays and maps as a single block (count, items, 0), unions as branch index + value.
@@ -77,6 +75,46 @@ fn tag_number(tag: &[u8]) -> u64 {
     tag[1..]
         .iter()
         .fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+}
+
+/// How one record field is written: a plan per record, compiled in Python from the topic's .avsc
+/// (ingest/nmon/native_parser.py), so the schemas stay the one description of the records.
+#[derive(Clone, Copy)]
+enum Field {
+    ContextStr(usize),    // string: host_id, hostname, source, origin_file
+    ContextDouble(usize), // double: interval_s
+    Ts,                   // long: the snapshot's ZZZZ time, epoch ms
+    Tag,                  // string: origin_snapshot
+    Rows,                 // array<NmonRow>: the snapshot's rows
+    CpuDouble(usize),     // ["null", "double"] from a typed cpu slot
+    CpuInt(usize),        // ["null", "int"] from a typed cpu slot
+}
+
+fn compile_plan(plan: Vec<(String, usize)>) -> PyResult<Vec<Field>> {
+    plan.into_iter()
+        .map(|(kind, i)| {
+            Ok(match kind.as_str() {
+                "context_str" => Field::ContextStr(i),
+                "context_double" => Field::ContextDouble(i),
+                "ts" => Field::Ts,
+                "tag" => Field::Tag,
+                "rows" => Field::Rows,
+                "cpu_double" if i < CPU_SLOTS => Field::CpuDouble(i),
+                "cpu_int" if i < CPU_SLOTS => Field::CpuInt(i),
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown plan field {other} {i}")))
+                }
+            })
+        })
+        .collect()
+}
+
+/// What the records of a snapshot share with the file: identity and interval (set by Python at
+/// every ZZZZ line, since AAA lines decide them).
+#[derive(Default)]
+struct Context {
+    strings: Vec<String>,
+    doubles: Vec<f64>,
 }
 
 struct Header {
@@ -141,8 +179,7 @@ struct Snap {
 
 impl Snap {
     fn new(tag: &[u8], first_line: u64, first_offset: u64, capacity: usize) -> Snap {
-        let mut rows = Vec::with_capacity(capacity.max(ROWS_AT + 1));
-        rows.resize(ROWS_AT, 0);
+        let rows = Vec::with_capacity(capacity);
         Snap {
             tag: tag.to_vec(),
             number: tag_number(tag),
@@ -159,8 +196,8 @@ impl Snap {
 }
 
 /// Feed it chunks of one nmon file in order; it returns events as snapshots complete:
-/// ("snapshot", number, tag, ts_ms, rows_block, values, cpu or None), ("dead", line, offset,
-/// error, raw), ("config",) where the reference parser emits the host configuration.
+/// ("snapshot", number, values, nmon_snapshots Avro, cpu_samples Avro or None), ("dead", line,
+/// offset, error, raw), ("config",) where the reference parser emits the host configuration.
 #[pyclass(module = "fleetperf_nmon_scan")]
 struct Scanner {
     hooks: PyObject,
@@ -177,6 +214,9 @@ struct Scanner {
     labels: Vec<(String, String)>,
     fields: Vec<(usize, usize)>, // cells of the current line as byte ranges, reused
     rows_hint: usize,            // size of the last snapshot's rows, to allocate once
+    snapshot_plan: Vec<Field>,
+    cpu_plan: Vec<Field>,
+    context: Context,
 }
 
 enum LineOutcome {
@@ -186,13 +226,18 @@ enum LineOutcome {
 
 #[pymethods]
 impl Scanner {
+    /// hooks.scan_control(tag, rest, line, line_no) answers the lines that are not data; the
+    /// plans say how nmon_snapshots and cpu_samples records are written, field by field.
     #[new]
-    fn new(hooks: PyObject) -> Scanner {
-        Scanner {
+    fn new(hooks: PyObject, snapshot_plan: Vec<(String, usize)>, cpu_plan: Vec<(String, usize)>) -> PyResult<Scanner> {
+        Ok(Scanner {
             hooks,
             headers: FxHashMap::default(),
             fields: Vec::new(),
             rows_hint: 0,
+            snapshot_plan: compile_plan(snapshot_plan)?,
+            cpu_plan: compile_plan(cpu_plan)?,
+            context: Context::default(),
             snaps: Vec::new(),
             carry: Vec::new(),
             next_offset: 0,
@@ -201,7 +246,7 @@ impl Scanner {
             events: Vec::new(),
             values: Vec::new(),
             labels: Vec::new(),
-        }
+        })
     }
 
     /// Bytes read so far that ended in a complete line.
@@ -236,7 +281,8 @@ impl Scanner {
     }
 
     /// End of file: a last line without newline, then every snapshot still open.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn finish<'py>(&mut self, py: Python<'py>, context: (Vec<String>, Vec<f64>)) -> PyResult<Bound<'py, PyList>> {
+        self.context = Context { strings: context.0, doubles: context.1 };
         if !self.carry.is_empty() {
             let line = std::mem::take(&mut self.carry);
             self.raw_line(py, &line)?;
@@ -338,6 +384,8 @@ impl Scanner {
                 let snap_tag: Vec<u8> = answer.get_item(1)?.extract()?;
                 let ts: i64 = answer.get_item(2)?.extract()?;
                 let first: bool = answer.get_item(3)?.extract()?;
+                let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(4)?.extract()?;
+                self.context = Context { strings, doubles };
                 self.zzzz(py, &snap_tag, ts, first, line_no);
                 Ok(LineOutcome::Ok)
             }
@@ -376,25 +424,47 @@ impl Scanner {
         if snap.n_rows == 0 {
             return;
         }
-        let mut rows = snap.rows;
-        self.rows_hint = self.rows_hint.max(rows.len() + 1);
-        let mut count = Vec::with_capacity(ROWS_AT);
-        put_long(&mut count, snap.n_rows as i64);
-        let start = ROWS_AT - count.len();
-        rows[start..ROWS_AT].copy_from_slice(&count);
-        rows.push(0);
-        let block = &rows[start..];
-        let cpu = if snap.cpu_any { Some(snap.cpu.to_vec()) } else { None };
-        let event = (
-            "snapshot",
-            snap.number,
-            String::from_utf8_lossy(&snap.tag).into_owned(),
-            snap.ts.expect("emitted snapshots have a time"),
-            PyBytes::new(py, block),
-            snap.n_values,
-            cpu,
-        );
+        self.rows_hint = self.rows_hint.max(snap.rows.len());
+        let record = |plan: &[Field], capacity: usize| {
+            let mut out = Vec::with_capacity(capacity);
+            for field in plan {
+                self.write_field(&mut out, *field, &snap);
+            }
+            PyBytes::new(py, &out)
+        };
+        let snapshot = record(&self.snapshot_plan, snap.rows.len() + 256);
+        let cpu = if snap.cpu_any { Some(record(&self.cpu_plan, 256)) } else { None };
+        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu);
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+    }
+
+    fn write_field(&self, out: &mut Vec<u8>, field: Field, snap: &Snap) {
+        match field {
+            Field::ContextStr(i) => put_str(out, self.context.strings.get(i).map_or("", |s| s.as_str()).as_bytes()),
+            Field::ContextDouble(i) => out.extend_from_slice(&self.context.doubles.get(i).copied().unwrap_or(0.0).to_le_bytes()),
+            Field::Ts => put_long(out, snap.ts.expect("emitted snapshots have a time")),
+            Field::Tag => put_str(out, &snap.tag),
+            Field::Rows => {
+                put_long(out, snap.n_rows as i64);
+                out.extend_from_slice(&snap.rows);
+                out.push(0);
+            }
+            Field::CpuDouble(slot) => match snap.cpu[slot] {
+                None => out.push(0),
+                Some(v) => {
+                    out.push(2);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            },
+            // the reference parser stores int(value): truncation toward zero
+            Field::CpuInt(slot) => match snap.cpu[slot] {
+                None => out.push(0),
+                Some(v) => {
+                    out.push(2);
+                    put_long(out, v.trunc() as i64);
+                }
+            },
+        }
     }
 
     /// A data line: its values are the cells from `first` on, after TOP's PID cell `pid`.
