@@ -65,33 +65,35 @@ class AvroProducer:
         base.update(conf)
         self._producer = Producer(base)
         self._client = client
-        self._frames: dict[str, tuple[bytes, Any]] = {}
+        self._frames: dict[str, tuple[str, bytes, Any]] = {}
+        self._unpolled = 0
         self.errors: list[str] = []
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None:
             self.errors.append(str(err))
 
-    def _frame(self, topic_key: str) -> tuple[bytes, Any]:
+    def _frame(self, topic_key: str) -> tuple[str, bytes, Any]:
+        """Topic name, Confluent frame header, parsed schema."""
         frame = self._frames.get(topic_key)
         if frame is None:
             topic = self.settings.topic(topic_key)
             schema_id = self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
             parsed = parse_schema(json.loads(topic.schema_text()))
-            frame = self._frames[topic_key] = (b"\0" + schema_id.to_bytes(4, "big"), parsed)
+            frame = self._frames[topic_key] = (topic.name, b"\0" + schema_id.to_bytes(4, "big"), parsed)
         return frame
 
     def send(self, topic_key: str, record: dict[str, Any], key: str | None = None) -> None:
-        header, schema = self._frame(topic_key)
+        name, header, schema = self._frame(topic_key)
         buf = io.BytesIO()
         buf.write(header)
         schemaless_writer(buf, schema, record)
-        self._produce(self.settings.topic(topic_key).name, buf.getvalue(), key)
+        self._produce(name, buf.getvalue(), key)
 
     def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None) -> None:
         """A record already Avro-encoded with the topic's schema (the native nmon scanner)."""
-        header, _ = self._frame(topic_key)
-        self._produce(self.settings.topic(topic_key).name, header + avro, key)
+        name, header, _ = self._frame(topic_key)
+        self._produce(name, header + avro, key)
 
     def _produce(self, topic: str, value: bytes, key: str | None) -> None:
         while True:
@@ -100,7 +102,11 @@ class AvroProducer:
                 break
             except BufferError:
                 self._producer.poll(0.1)
-        self._producer.poll(0)
+        # delivery reports are served in batches: a poll per record costs more than the produce
+        self._unpolled += 1
+        if self._unpolled >= 64:
+            self._producer.poll(0)
+            self._unpolled = 0
 
     def flush(self, timeout: float = 60.0) -> None:
         remaining = self._producer.flush(timeout)

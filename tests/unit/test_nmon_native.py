@@ -162,3 +162,33 @@ def test_resume_counters_follow_the_bytes(tmp_path: Path) -> None:
         reference.snapshots_emitted,
         reference.values_emitted,
     )
+
+
+def test_numbers_have_the_bits_python_gives(tmp_path: Path) -> None:
+    """The scanner's own decimal fast path and its fallback against float(), on cells shaped like
+    nmon's and on the awkward ones: many digits, leading zeros, signs, exponents, bare dots."""
+    rng = random.Random(11)
+
+    def cell() -> str:
+        shape = rng.random()
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 19)))
+        cut = rng.randint(0, len(digits))
+        text = digits[:cut] + "." + digits[cut:] if shape < 0.8 else digits
+        if shape > 0.9:
+            text += f"e{rng.randint(-30, 30)}"
+        return rng.choice(["", "-", "+", " "]) + text
+
+    cells = [[cell() for _ in range(40)] for _ in range(300)]
+    cells[0][:6] = ["0.1", "-0.0", "000123.4500", "9007199254740993", "1.7976931348623157e308", "."]
+    lines = ["AAA,host,rnd", "RND,Random numbers rnd," + ",".join(f"c{i}" for i in range(40))]
+    lines += [f"RND,T0001,{','.join(row)}" for row in cells]
+    lines += ["ZZZZ,T0001,00:01:00,01-JAN-2024", ""]
+    path = tmp_path / "rnd.nmon"
+    path.write_text("\n".join(lines))
+    want = [comparable(e) for e in reference_parse(path)]
+    got = [comparable(e) for e in native_parser.parse_file(path)]
+    assert got == want
+    snapshot = next(g for g in got if g[0] == "nmon_snapshots")
+    decoded = schemaless_reader(io.BytesIO(snapshot[4]), SCHEMA, SCHEMA)
+    assert decoded["rows"][0]["values"][:5] == [0.1, -0.0, 123.45, 9007199254740992.0, 1.7976931348623157e308]
+    assert decoded["rows"][0]["labels"] == {"c5": "."}  # not a number: kept as text (unknown section)

@@ -67,6 +67,57 @@ fn text_value(s: &[u8]) -> String {
         .to_string()
 }
 
+/// Clinger's fast path: a decimal of at most 15 significant digits and 22 fraction digits is
+/// exactly m / 10^k with m and 10^k exact doubles, and one IEEE division rounds correctly, so the
+/// result has the bits Python's float() gives. Most nmon cells are like "12.3"; anything else
+/// (exponents, long mantissas, inf, nan) goes to the standard parser.
+fn fast_decimal(s: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+        1e19, 1e20, 1e21, 1e22,
+    ];
+    let (negative, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut mantissa: u64 = 0;
+    let mut significant = 0usize;
+    let mut fraction: Option<usize> = None;
+    let mut seen_digit = false;
+    for &b in digits {
+        match b {
+            b'0'..=b'9' => {
+                seen_digit = true;
+                if mantissa == 0 && b == b'0' {
+                    // leading zeros add no significant digit
+                } else {
+                    significant += 1;
+                }
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+                if significant > 15 {
+                    return None;
+                }
+                if let Some(f) = fraction.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if fraction.is_none() => fraction = Some(0),
+            _ => return None,
+        }
+    }
+    let k = fraction.unwrap_or(0);
+    if !seen_digit || k > 22 {
+        return None;
+    }
+    let value = mantissa as f64 / POW10[k];
+    Some(if negative { -value } else { value })
+}
+
+fn parse_float(s: &[u8]) -> Option<f64> {
+    fast_decimal(s).or_else(|| std::str::from_utf8(s).ok().and_then(|t| t.parse::<f64>().ok()))
+}
+
 fn is_snapshot_tag(s: &[u8]) -> bool {
     s.len() > 1 && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
 }
@@ -91,6 +142,9 @@ enum Field {
 }
 
 fn compile_plan(plan: Vec<(String, usize)>) -> PyResult<Vec<Field>> {
+    if plan.iter().filter(|(kind, _)| kind == "rows").count() > 1 {
+        return Err(pyo3::exceptions::PyValueError::new_err("a record has one rows field at most"));
+    }
     plan.into_iter()
         .map(|(kind, i)| {
             Ok(match kind.as_str() {
@@ -425,15 +479,35 @@ impl Scanner {
             return;
         }
         self.rows_hint = self.rows_hint.max(snap.rows.len());
-        let record = |plan: &[Field], capacity: usize| {
-            let mut out = Vec::with_capacity(capacity);
-            for field in plan {
-                self.write_field(&mut out, *field, &snap);
+        let record = |plan: &[Field]| {
+            // written straight into the bytes object Python gets, so the rows are copied once
+            let (mut before, mut after) = (Vec::with_capacity(128), Vec::with_capacity(64));
+            let mut has_rows = false;
+            for &field in plan {
+                match field {
+                    Field::Rows => has_rows = true,
+                    other => self.write_field(if has_rows { &mut after } else { &mut before }, other, &snap),
+                }
             }
-            PyBytes::new(py, &out)
+            if !has_rows {
+                return PyBytes::new(py, &before);
+            }
+            let mut count = Vec::with_capacity(10);
+            put_long(&mut count, snap.n_rows as i64);
+            let parts: [&[u8]; 5] = [&before, &count, &snap.rows, &[0], &after];
+            let len = parts.iter().map(|p| p.len()).sum();
+            PyBytes::new_with(py, len, |buf: &mut [u8]| {
+                let mut pos = 0;
+                for part in parts {
+                    buf[pos..pos + part.len()].copy_from_slice(part);
+                    pos += part.len();
+                }
+                Ok(())
+            })
+            .expect("a bytes object")
         };
-        let snapshot = record(&self.snapshot_plan, snap.rows.len() + 256);
-        let cpu = if snap.cpu_any { Some(record(&self.cpu_plan, 256)) } else { None };
+        let snapshot = record(&self.snapshot_plan);
+        let cpu = if snap.cpu_any { Some(record(&self.cpu_plan)) } else { None };
         let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu);
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
     }
@@ -444,11 +518,7 @@ impl Scanner {
             Field::ContextDouble(i) => out.extend_from_slice(&self.context.doubles.get(i).copied().unwrap_or(0.0).to_le_bytes()),
             Field::Ts => put_long(out, snap.ts.expect("emitted snapshots have a time")),
             Field::Tag => put_str(out, &snap.tag),
-            Field::Rows => {
-                put_long(out, snap.n_rows as i64);
-                out.extend_from_slice(&snap.rows);
-                out.push(0);
-            }
+            Field::Rows => unreachable!("rows are placed by emit"),
             Field::CpuDouble(slot) => match snap.cpu[slot] {
                 None => out.push(0),
                 Some(v) => {
@@ -506,8 +576,7 @@ impl Scanner {
                 values.push(None);
                 continue;
             }
-            let fast = std::str::from_utf8(trimmed).ok().and_then(|s| s.parse::<f64>().ok());
-            let parsed = match fast {
+            let parsed = match parse_float(trimmed) {
                 Some(v) => Some(v),
                 // Python's float() also takes "1_000", which Rust does not: ask Python then
                 None if memchr(b'_', trimmed).is_some() => py
