@@ -61,6 +61,9 @@ class AvroProducer:
             "linger.ms": 20,
             "compression.type": "lz4",
             "batch.size": 1_000_000,
+            # a backfill parses faster than a broker may take it: bound the queue (librdkafka's
+            # default is 1 GiB) so memory stays flat; produce() then waits for deliveries
+            "queue.buffering.max.kbytes": 65536,
         }
         base.update(conf)
         self._producer = Producer(base)

@@ -19,6 +19,7 @@ from pathlib import Path
 from core.config import Settings
 from core.kafka_avro import AvroProducer
 from ingest.ledger import Ledger
+from ingest.nmon import native_parser
 from ingest.nmon.parser import open_binary
 from ingest.publish import FilePublisher, Summary, expand
 from ingest.sysstat import records as sadc
@@ -37,7 +38,7 @@ class _Tailed:
     def host_id(self) -> str | None:
         if self.sysstat is not None:
             return self.sysstat.collector.host_id if self.sysstat.collector else None
-        return self.publisher.parser.host_id
+        return self.publisher.host_id
 
 
 class Follower:
@@ -108,14 +109,18 @@ class Follower:
         with open_binary(path) as handle:
             handle.seek(tailed.offset + len(tailed.partial))
             data = tailed.partial + handle.read()
-        lines = data.split(b"\n")
-        tailed.partial = lines.pop()  # an incomplete last line waits for the rest
-        for line in lines:
+        cut = data.rfind(b"\n") + 1
+        complete, tailed.partial = data[:cut], data[cut:]  # an incomplete last line waits for the rest
+        self.summary.bytes += len(complete)
+        if native_parser.available():
+            tailed.publisher.feed_chunk(complete)
+            tailed.offset += len(complete)
+            return
+        for line in complete.split(b"\n")[:-1]:
             tailed.line_no += 1
             raw = line + b"\n"
             tailed.publisher.feed(raw, tailed.line_no, tailed.offset)
             tailed.offset += len(raw)
-            self.summary.bytes += len(raw)
 
     def _finish_rotated(self) -> None:
         now = time.monotonic()

@@ -72,6 +72,10 @@ class FilePublisher:
         self.offset_seen = -1
         self.unsaved = 0
 
+    @property
+    def host_id(self) -> str:
+        return (self.native or self.parser).host_id
+
     def already_done(self) -> bool:
         return self.progress.complete and self.progress.size == self.path.stat().st_size
 
