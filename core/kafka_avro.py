@@ -64,6 +64,10 @@ class AvroProducer:
             # a backfill parses faster than a broker may take it: bound the queue (librdkafka's
             # default is 1 GiB) so memory stays flat; produce() then waits for deliveries
             "queue.buffering.max.kbytes": 65536,
+            # only failures come back to Python: a callback per acknowledged record costs as much
+            # as producing it
+            "delivery.report.only.error": True,
+            "on_delivery": self._on_delivery,
         }
         base.update(conf)
         self._producer = Producer(base)
@@ -101,7 +105,7 @@ class AvroProducer:
     def _produce(self, topic: str, value: bytes, key: str | None) -> None:
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, on_delivery=self._on_delivery)
+                self._producer.produce(topic, value=value, key=key)
                 break
             except BufferError:
                 self._producer.poll(0.1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,8 @@ class NativeNmonParser:
         except LineError as exc:
             return ("error", str(exc))
         if result is None:
-            return None
+            # AAA lines decide identity and interval: the scanner writes them into every record
+            return ("context", self._context()) if tag == b"AAA" else None
         if isinstance(result, layout.Header):
             return ("header", _spec(result))
         snap_tag, ts = result
@@ -140,6 +141,17 @@ class NativeNmonParser:
         if first:
             self._pending_config = self.lines.config_record()
         return ("zzzz", snap_tag, int(ts.timestamp() * 1000), first, self._context())
+
+    # called by the scanner once per day of ZZZZ times it reads itself
+    def scan_day_start(self, year: int, month: int, day: int) -> int | None:
+        """Midnight in epoch ms, if the zone's UTC offset is the same all day (then a ZZZZ time is
+        midnight + clock, as NmonParser computes it); None sends that day's ZZZZ lines to Python."""
+        tz = self.lines.tz
+        hours = (0, 6, 12, 18, 23)
+        offsets = {datetime(year, month, day, h, 59 if h == 23 else 0, tzinfo=tz).utcoffset() for h in hours}
+        if len(offsets) != 1:
+            return None
+        return int(datetime(year, month, day, tzinfo=tz).timestamp() * 1000)
 
     def _context(self) -> tuple[list[str], list[float]]:
         lines = self.lines

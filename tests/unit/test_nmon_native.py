@@ -10,6 +10,7 @@ import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
@@ -192,3 +193,44 @@ def test_numbers_have_the_bits_python_gives(tmp_path: Path) -> None:
     decoded = schemaless_reader(io.BytesIO(snapshot[4]), SCHEMA, SCHEMA)
     assert decoded["rows"][0]["values"][:5] == [0.1, -0.0, 123.45, 9007199254740992.0, 1.7976931348623157e308]
     assert decoded["rows"][0]["labels"] == {"c5": "."}  # not a number: kept as text (unknown section)
+
+
+def test_zzzz_times_in_a_zone_with_dst(tmp_path: Path) -> None:
+    """The scanner reads ZZZZ times itself on days with one UTC offset and leaves DST days, odd
+    spellings and bad dates to Python: all must give the reference's times and errors."""
+    berlin = ZoneInfo("Europe/Berlin")
+    stamps = [
+        "23:59:00,30-MAR-2024",
+        "01:30:00,31-MAR-2024",  # the spring-forward day
+        "03:30:00,31-MAR-2024",
+        "12:00:00,01-apr-2024",
+        "1:2:3,01-APR-2024",
+        "02:30:00,27-OCT-2024",  # the fall-back day (ambiguous hour)
+        "12:00:00,31-FEB-2024",  # no such day: a dead letter
+        "25:00:00,02-APR-2024",  # no such hour
+        "12:00:00,02-APR-24",  # year 24: Python takes it
+        "12:00:00,29-FEB-2024",
+    ]
+    lines = ["AAA,host,dst", "AAA,interval,60", "CPU_ALL,CPU Total dst,User%,Sys%,Wait%,Idle%,Steal%,Busy,CPUs"]
+    for n, stamp in enumerate(stamps, start=1):
+        lines += [f"ZZZZ,T{n:04d},{stamp}", f"CPU_ALL,T{n:04d},{n}.0,1.0,0.0,90.0,0.0,,2"]
+    lines += [f"ZZZZ,T{len(stamps) + 1:04d},12:00:00,01-MAY-2024", ""]
+    path = tmp_path / "dst.nmon"
+    path.write_text("\n".join(lines))
+    want = [comparable(e) for e in reference_parse(path, berlin)]
+    asked = []
+
+    class Counting(native_parser.NativeNmonParser):
+        def scan_day_start(self, year: int, month: int, day: int) -> int | None:
+            answer = super().scan_day_start(year, month, day)
+            asked.append(((year, month, day), answer is not None))
+            return answer
+
+    parser = Counting(str(path), berlin)
+    got = [comparable(e) for e in [*parser.feed(path.read_bytes()), *parser.finish()]]
+    assert got == want
+    # the first ZZZZ and the odd or impossible ones went to Python; each other day was asked once
+    days = [((2024, 3, 31), False), ((2024, 4, 1), True), ((2024, 10, 27), False), ((2024, 2, 29), True)]
+    assert asked == [*days, ((2024, 5, 1), True)]
+    assert [w[0] for w in want].count("dead_letters") == 2
+    assert [w[0] for w in want].count("cpu_samples") == len(stamps) - 2

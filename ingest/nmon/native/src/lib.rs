@@ -118,6 +118,40 @@ fn parse_float(s: &[u8]) -> Option<f64> {
     fast_decimal(s).or_else(|| std::str::from_utf8(s).ok().and_then(|t| t.parse::<f64>().ok()))
 }
 
+/// "HH:MM:SS" (one or two digits each) -> seconds of the day, for times datetime() accepts.
+fn parse_clock(s: &[u8]) -> Option<i64> {
+    let mut it = s.split(|&b| b == b':');
+    let (h, m, sec) = (small_number(it.next()?)?, small_number(it.next()?)?, small_number(it.next()?)?);
+    if it.next().is_some() || h > 23 || m > 59 || sec > 59 {
+        return None;
+    }
+    Some(h * 3600 + m * 60 + sec)
+}
+
+/// "DD-MON-YYYY" -> (year, month, day) for real dates.
+fn parse_day(s: &[u8]) -> Option<(i64, i64, i64)> {
+    const MONTHS: [&[u8; 3]; 12] =
+        [b"JAN", b"FEB", b"MAR", b"APR", b"MAY", b"JUN", b"JUL", b"AUG", b"SEP", b"OCT", b"NOV", b"DEC"];
+    let mut it = s.split(|&b| b == b'-');
+    let (d, mon, y) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || mon.len() != 3 || y.len() != 4 {
+        return None;
+    }
+    let upper = [mon[0].to_ascii_uppercase(), mon[1].to_ascii_uppercase(), mon[2].to_ascii_uppercase()];
+    let month = MONTHS.iter().position(|m| **m == upper)? as i64 + 1;
+    let (day, year) = (small_number(d)?, y.iter().try_fold(0i64, |n, b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(month - 1) as usize];
+    (year >= 1 && day >= 1 && day <= days).then_some((year, month, day))
+}
+
+fn small_number(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 2 || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s.iter().fold(0, |n, b| n * 10 + i64::from(b - b'0')))
+}
+
 fn is_snapshot_tag(s: &[u8]) -> bool {
     s.len() > 1 && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
 }
@@ -271,6 +305,8 @@ struct Scanner {
     snapshot_plan: Vec<Field>,
     cpu_plan: Vec<Field>,
     context: Context,
+    seen_zzzz: bool,                                // the first ZZZZ always goes to Python (host configuration)
+    days: FxHashMap<(i64, i64, i64), Option<i64>>, // midnight in epoch ms, None: the offset changes that day
 }
 
 enum LineOutcome {
@@ -292,6 +328,8 @@ impl Scanner {
             snapshot_plan: compile_plan(snapshot_plan)?,
             cpu_plan: compile_plan(cpu_plan)?,
             context: Context::default(),
+            seen_zzzz: false,
+            days: FxHashMap::default(),
             snaps: Vec::new(),
             carry: Vec::new(),
             next_offset: 0,
@@ -411,7 +449,39 @@ impl Scanner {
                 return self.data(py, tag, line, 2, Some(0), line_no, offset);
             }
         }
+        if tag == b"ZZZZ" && self.seen_zzzz && memchr(0, line).is_none() {
+            if let Some((snap_tag, ts)) = self.quick_time(py, rest)? {
+                self.zzzz(py, snap_tag, ts, false, line_no);
+                return Ok(LineOutcome::Ok);
+            }
+        }
         self.control(py, tag, rest, line, line_no)
+    }
+
+    /// A well-formed `ZZZZ,Tnnnn,HH:MM:SS,DD-MON-YYYY` on a day whose UTC offset does not change:
+    /// midnight of the day (asked of Python once per day, it knows the zone) plus the clock. Every
+    /// other form, and days with a DST switch, go to Python's `control`, which also words errors.
+    fn quick_time<'a>(&mut self, py: Python<'_>, rest: &'a [u8]) -> PyResult<Option<(&'a [u8], i64)>> {
+        let mut parts = rest.split(|&b| b == b',');
+        let (Some(snap_tag), Some(clock), Some(day)) = (parts.next(), parts.next(), parts.next()) else {
+            return Ok(None);
+        };
+        if !is_snapshot_tag(snap_tag) {
+            return Ok(None);
+        }
+        let (Some(clock), Some(date)) = (parse_clock(strip_bytes(clock)), parse_day(strip_bytes(day))) else {
+            return Ok(None);
+        };
+        let midnight = match self.days.get(&date) {
+            Some(known) => *known,
+            None => {
+                let answer = self.hooks.call_method1(py, "scan_day_start", date)?;
+                let known: Option<i64> = answer.extract(py)?;
+                self.days.insert(date, known);
+                known
+            }
+        };
+        Ok(midnight.map(|ms| (snap_tag, ms + clock * 1000)))
     }
 
     fn control(&mut self, py: Python<'_>, tag: &[u8], rest: &[u8], line: &[u8], line_no: u64) -> PyResult<LineOutcome> {
@@ -440,7 +510,13 @@ impl Scanner {
                 let first: bool = answer.get_item(3)?.extract()?;
                 let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(4)?.extract()?;
                 self.context = Context { strings, doubles };
+                self.seen_zzzz = true;
                 self.zzzz(py, &snap_tag, ts, first, line_no);
+                Ok(LineOutcome::Ok)
+            }
+            "context" => {
+                let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(1)?.extract()?;
+                self.context = Context { strings, doubles };
                 Ok(LineOutcome::Ok)
             }
             other => Err(pyo3::exceptions::PyValueError::new_err(format!("control hook answered {other:?}"))),
