@@ -63,7 +63,7 @@ class AvroProducer:
             "batch.size": 1_000_000,
             # a backfill parses faster than a broker may take it: bound the queue (librdkafka's
             # default is 1 GiB) so memory stays flat; produce() then waits for deliveries
-            "queue.buffering.max.kbytes": 65536,
+            "queue.buffering.max.kbytes": 16384,
             # only failures come back to Python: a callback per acknowledged record costs as much
             # as producing it
             "delivery.report.only.error": True,
