@@ -105,56 +105,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class _WindowInput:
-    """Samples how many records the cpu-windows operator has read (Flink REST), with the job
-    process's CPU time, every half second: the steady rate, without JVM warm-up and without the
-    wait for the last checkpoint's commit."""
-
-    def __init__(self, rest_port: int, pid: int) -> None:
-        import threading
-
-        self.url = f"http://127.0.0.1:{rest_port}"
-        self.pid = pid
-        self.points: list[tuple[float, float, int]] = []  # (monotonic, cpu s, records read)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _get(self, path: str) -> dict:
-        import json
-        import urllib.request
-
-        with urllib.request.urlopen(self.url + path, timeout=5) as response:
-            return json.load(response)
-
-    def _run(self) -> None:
-        vertex = None
-        while not self.stop.is_set():
-            try:
-                job = next(j["id"] for j in self._get("/jobs")["jobs"] if j["status"] == "RUNNING")
-                if vertex is None:
-                    vertex = next(
-                        v["id"] for v in self._get(f"/jobs/{job}")["vertices"] if v["name"].startswith("cpu-windows")
-                    )
-                read = sum(
-                    t["metrics"]["read-records"] for t in self._get(f"/jobs/{job}/vertices/{vertex}")["subtasks"]
-                )
-                self.points.append((time.monotonic(), _cpu_seconds(self.pid), read))
-            except (OSError, StopIteration, KeyError, ValueError):
-                pass
-            self.stop.wait(0.5)
-
-    def steady(self, total: int) -> tuple[float, float]:
-        """records/s and records per CPU-second of the job between 10 % and 90 % of `total` read."""
-        self.stop.set()
-        self.thread.join()
-        inside = [p for p in self.points if 0.1 * total <= p[2] <= 0.9 * total]
-        if len(inside) < 2:
-            return float("nan"), float("nan")
-        (t0, c0, r0), (t1, c1, r1) = inside[0], inside[-1]
-        return (r1 - r0) / (t1 - t0), (r1 - r0) / max(c1 - c0, 1e-9)
-
-
 def run(delivery: str, hosts: int, samples: int, live_seconds: int) -> dict[str, float]:
     from tests.providers import _env_overrides
 
@@ -187,18 +137,14 @@ def run(delivery: str, hosts: int, samples: int, live_seconds: int) -> dict[str,
         pid = stack.processes()["flink"].pid()
         assert pid is not None
         cpu0 = _cpu_seconds(pid)
-        probe = _WindowInput(settings["flink"]["rest_port"], pid)
         seconds, finals, _ = _consume_counts(settings, started, windows, timeout=600, prefix="bench")
         job_cpu = _cpu_seconds(pid) - cpu0
-        steady, per_cpu_second = probe.steady(records)
         out["backlog records"] = records
         out["backlog windows"] = finals
         out["backlog seconds"] = seconds
         out["records/s (until the last window is committed)"] = records / seconds
         out["job CPU seconds (whole backlog)"] = job_cpu
         out["records per job CPU-second (whole backlog)"] = records / job_cpu
-        out["steady records/s (10-90 % of input)"] = steady
-        out["steady records per job CPU-second"] = per_cpu_second
 
         # live: every host sends one sample per second stamped now; latency = commit time - window end
         first_live = time.time()

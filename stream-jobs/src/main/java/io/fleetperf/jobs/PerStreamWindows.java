@@ -45,20 +45,35 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   private final long idle;
   private final long retain;
   private transient MapState<Long, A> open;
-  private transient ValueState<Long> newestSample;
-  private transient ValueState<Long> lastArrival;
-  private transient ValueState<Boolean> flushed;
+  private transient ValueState<StreamClock> clock;
 
   /**
-   * Processing-time timers are rounded up to whole seconds: Flink keeps one timer per key and
-   * time, so a stream's samples within a second share one pair instead of each adding two to the
-   * timer queue and firing them later (measured: at-least-once backlog +18 %, exactly-once, bound
-   * by checkpoint commits, unchanged; see bench/flink_throughput.py).
+   * Processing-time timers are rounded up to whole seconds and a stream keeps one: the idle check,
+   * registered only when its second changes (Flink's timer service hashes every registration, even
+   * a duplicate); the end-of-stream check is registered by the idle check. Measured with
+   * bench/flink_throughput.py, see docs/capacity.md.
    */
   static final long TIMER_GRANULARITY_MS = 1000;
 
   static long timerAt(long t) {
     return Math.floorDiv(t + TIMER_GRANULARITY_MS - 1, TIMER_GRANULARITY_MS) * TIMER_GRANULARITY_MS;
+  }
+
+  /** Everything a stream keeps besides its open windows: one state lookup per sample. */
+  public static class StreamClock {
+    /** Newest sample time (event time). */
+    public long newest = Long.MIN_VALUE;
+    /** Processing time of the newest arrival. */
+    public long lastArrival;
+    /** Early results emitted since the last arrival. */
+    public boolean flushed;
+    /** Earliest time at which an open window closes (its end + out-of-orderness). */
+    public long nextClose = Long.MAX_VALUE;
+    /** The idle and end-of-stream timers registered last. */
+    public long idleTimer;
+    public long retainTimer;
+
+    public StreamClock() {}
   }
 
   /** A Supplier Flink can ship with the job. */
@@ -80,9 +95,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   public void open(OpenContext context) {
     open = getRuntimeContext()
         .getMapState(new MapStateDescriptor<>("open-windows", Types.LONG, TypeInformation.of(accumulatorClass)));
-    newestSample = getRuntimeContext().getState(new ValueStateDescriptor<>("newest-sample", Long.class));
-    lastArrival = getRuntimeContext().getState(new ValueStateDescriptor<>("last-arrival", Long.class));
-    flushed = getRuntimeContext().getState(new ValueStateDescriptor<>("flushed", Boolean.class));
+    clock = getRuntimeContext().getState(new ValueStateDescriptor<>("stream-clock", StreamClock.class));
   }
 
   /** Start of the tumbling window holding {@code ts}. */
@@ -92,68 +105,100 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
 
   @Override
   public void processElement(T s, Context ctx, Collector<DerivedMetric> out) throws Exception {
+    StreamClock c = clock.value();
+    if (c == null) {
+      c = new StreamClock();
+      // windows restored without a clock (state of an older job version) still close in time
+      c.nextClose = earliestClose();
+    }
     long start = windowStart(s.ts(), size);
-    Long newest = newestSample.value();
-    if (newest != null && closed(start, newest)) {
+    if (c.newest != Long.MIN_VALUE && closed(start, c.newest)) {
       ctx.output(late, s);
       return;
     }
     A acc = open.get(start);
     if (acc == null) {
       acc = newAccumulator.get();
+      c.nextClose = Math.min(c.nextClose, start + size + outOfOrderness);
     }
     acc.add(s);
     open.put(start, acc);
-    if (newest == null || s.ts() > newest) {
-      newest = s.ts();
-      newestSample.update(newest);
-      closeUpTo(newest, out);
+    if (s.ts() > c.newest) {
+      c.newest = s.ts();
+      if (c.newest >= c.nextClose) {
+        closeUpTo(c, out);
+      }
     }
     long now = ctx.timerService().currentProcessingTime();
-    lastArrival.update(now);
-    flushed.update(false);
-    ctx.timerService().registerProcessingTimeTimer(timerAt(now + idle));
-    ctx.timerService().registerProcessingTimeTimer(timerAt(now + retain));
+    c.lastArrival = now;
+    c.flushed = false;
+    long idleAt = timerAt(now + idle);
+    if (idleAt != c.idleTimer) {
+      ctx.timerService().registerProcessingTimeTimer(idleAt);
+      c.idleTimer = idleAt;
+    }
+    clock.update(c);
   }
 
   private boolean closed(long start, long newest) {
     return start + size + outOfOrderness <= newest;
   }
 
-  private void closeUpTo(long newest, Collector<DerivedMetric> out) throws Exception {
+  private long earliestClose() throws Exception {
+    long earliest = Long.MAX_VALUE;
+    for (Long start : open.keys()) {
+      earliest = Math.min(earliest, start + size + outOfOrderness);
+    }
+    return earliest;
+  }
+
+  private void closeUpTo(StreamClock c, Collector<DerivedMetric> out) throws Exception {
     List<Long> done = new ArrayList<>();
+    long earliest = Long.MAX_VALUE;
     for (Map.Entry<Long, A> e : open.entries()) {
-      if (closed(e.getKey(), newest)) {
+      if (closed(e.getKey(), c.newest)) {
         emit(e.getKey(), e.getValue(), true, out);
         done.add(e.getKey());
+      } else {
+        earliest = Math.min(earliest, e.getKey() + size + outOfOrderness);
       }
     }
     for (Long start : done) {
       open.remove(start);
     }
+    c.nextClose = earliest;
   }
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out) throws Exception {
-    Long last = lastArrival.value();
-    if (last == null) {
+    StreamClock c = clock.value();
+    if (c == null) {
       return;
     }
-    // every sample registers timers; only those that find the stream quiet since then act
-    if (timestamp >= last + retain) {
+    if (timestamp >= c.lastArrival + retain) {
+      // quiet for `retain`: the stream has ended
       for (Map.Entry<Long, A> e : open.entries()) {
         emit(e.getKey(), e.getValue(), true, out);
       }
       open.clear();
-      newestSample.clear();
-      lastArrival.clear();
-      flushed.clear();
-    } else if (timestamp >= last + idle && !Boolean.TRUE.equals(flushed.value())) {
+      clock.clear();
+      return;
+    }
+    if (timestamp < c.lastArrival + idle) {
+      return; // a later sample moved the idle check; its own timer comes
+    }
+    if (!c.flushed) {
       for (Map.Entry<Long, A> e : open.entries()) {
         emit(e.getKey(), e.getValue(), false, out);
       }
-      flushed.update(true);
+      c.flushed = true;
     }
+    long retainAt = timerAt(c.lastArrival + retain);
+    if (retainAt != c.retainTimer) {
+      ctx.timerService().registerProcessingTimeTimer(retainAt);
+      c.retainTimer = retainAt;
+    }
+    clock.update(c);
   }
 
   private void emit(long start, A acc, boolean isFinal, Collector<DerivedMetric> out) {

@@ -37,6 +37,9 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   private transient Schema reader;
   private transient Map<Integer, GenericDatumReader<GenericRecord>> readers;
   private transient BinaryDecoder decoder;
+  // the record decoded last, refilled by the next decode of the same writer schema: the mappers
+  // copy what they need, so its Utf8 buffers and nested objects can be reused
+  private transient Map<Integer, GenericRecord> reuse;
 
   public RegistryAvroDeserializer(String registryUrl, String schemaFile, Class<T> type, Mapper<T> mapper) {
     this.registryUrl = registryUrl;
@@ -50,6 +53,7 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
     registry = new RegistryClient(registryUrl);
     reader = Schemas.load(schemaFile);
     readers = new HashMap<>();
+    reuse = new HashMap<>();
   }
 
   @Override
@@ -73,7 +77,9 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
     decoder =
         DecoderFactory.get()
             .binaryDecoder(message, ConfluentWire.HEADER, message.length - ConfluentWire.HEADER, decoder);
-    return datumReader.read(null, decoder);
+    GenericRecord record = datumReader.read(reuse.get(id), decoder);
+    reuse.put(id, record);
+    return record;
   }
 
   @Override

@@ -150,8 +150,15 @@ class PerStreamWindowsTest {
       harness.setProcessingTime(10_001 + i * 10); // 50 samples within one second
       steal("a", 10_000 + i * 100, 1.0);
     }
-    // idle (3 s) and retain (20 s) timers rounded up to whole seconds: 2, not 100
-    assertEquals(2, harness.numProcessingTimeTimers());
+    // one idle check (3 s) rounded up to a whole second, not one per sample
+    assertEquals(1, harness.numProcessingTimeTimers());
+    harness.setProcessingTime(14_000); // quiet: early results, and the end-of-stream check (20 s)
+    assertEquals(1, output().size());
+    assertEquals(1, harness.numProcessingTimeTimers());
+    harness.setProcessingTime(31_000); // quiet for 20 s after 10.491 s: the stream has ended
+    assertEquals(2, output().size());
+    assertTrue(output().get(1).isFinal);
+    assertEquals(0, harness.numProcessingTimeTimers());
     assertEquals(13_000, PerStreamWindows.timerAt(13_000));
     assertEquals(14_000, PerStreamWindows.timerAt(13_001));
   }
