@@ -61,9 +61,12 @@ def _consume_counts(  # noqa: ANN202
     expected: int,
     timeout: float,
     prefix: str,
+    progress: list | None = None,
+    job_cpu=None,  # noqa: ANN001
 ):
     """Seconds until `expected` final derived records of entities named `prefix`* were committed,
-    their count, and their latencies (commit time in Kafka - window end, s)."""
+    their count, and their latencies (commit time in Kafka - window end, s). With `progress`,
+    (finals, job CPU seconds) is appended every 1000 finals."""
     from confluent_kafka import Consumer
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
@@ -91,6 +94,8 @@ def _consume_counts(  # noqa: ANN202
             r = decode(msg.value(), SerializationContext(topic, MessageField.VALUE))
             if r["is_final"] and r["entity_id"].startswith(prefix):
                 finals += 1
+                if progress is not None and finals % 1000 == 0:
+                    progress.append((finals, job_cpu()))
                 last = time.monotonic()
                 end = r["window_end"].timestamp() if hasattr(r["window_end"], "timestamp") else r["window_end"] / 1000
                 latencies.append(msg.timestamp()[1] / 1000 - end)
@@ -105,13 +110,14 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(delivery: str, hosts: int, samples: int, live_seconds: int) -> dict[str, float]:
+def run(delivery: str, hosts: int, samples: int, live_seconds: int, parallelism: int) -> dict[str, float]:
     from tests.providers import _env_overrides
 
     state = Path(tempfile.mkdtemp(prefix=f"fleetperf-bench-flink-{delivery}-"))
     os.environ.update(_env_overrides(state))
     os.environ["FLEETPERF__FLINK__DELIVERY"] = delivery
     os.environ["FLEETPERF__FLINK__STREAM_RETAIN_SECONDS"] = "30"
+    os.environ["FLEETPERF__FLINK__PARALLELISM"] = str(parallelism)
     from core import config
     from core.kafka_avro import AvroProducer
     from stack.local import LocalStack
@@ -137,8 +143,24 @@ def run(delivery: str, hosts: int, samples: int, live_seconds: int) -> dict[str,
         pid = stack.processes()["flink"].pid()
         assert pid is not None
         cpu0 = _cpu_seconds(pid)
-        seconds, finals, _ = _consume_counts(settings, started, windows, timeout=600, prefix="bench")
+        progress: list[tuple[int, float]] = []
+        seconds, finals, _ = _consume_counts(
+            settings,
+            started,
+            windows,
+            timeout=900,
+            prefix="bench",
+            progress=progress,
+            job_cpu=lambda: _cpu_seconds(pid),
+        )
         job_cpu = _cpu_seconds(pid) - cpu0
+        # steady state: windows close in step with the input (samples are produced time-ordered
+        # across hosts), so the job CPU between 20 % and 80 % of the final windows is the CPU of
+        # 60 % of the records, without JIT warm-up and the tail
+        inside = [p for p in progress if 0.2 * windows <= p[0] <= 0.8 * windows]
+        if len(inside) >= 2:
+            (f0, c0), (f1, c1) = inside[0], inside[-1]
+            out["steady records per job CPU-second (20-80 % of windows)"] = records * (f1 - f0) / windows / (c1 - c0)
         out["backlog records"] = records
         out["backlog windows"] = finals
         out["backlog seconds"] = seconds
@@ -173,10 +195,16 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=500)
     parser.add_argument("--samples", type=int, default=400, help="per host, 10 s apart")
     parser.add_argument("--live-seconds", type=int, default=150)
+    parser.add_argument("--parallelism", type=int, nargs="+", default=[0], help="0 = Flink's default (all cores)")
+    parser.add_argument("--delivery", nargs="+", default=["exactly-once", "at-least-once"])
     args = parser.parse_args()
-    results = {d: run(d, args.hosts, args.samples, args.live_seconds) for d in ("exactly-once", "at-least-once")}
+    results = {
+        f"{d}, p={p or 'default'}": run(d, args.hosts, args.samples, args.live_seconds, p)
+        for p in args.parallelism
+        for d in args.delivery
+    }
     print(f"\n{args.hosts} hosts x {args.samples} samples, {os.cpu_count()} cores")
-    keys = list(next(iter(results.values())))
+    keys = list(dict.fromkeys(k for r in results.values() for k in r))
     print("| figure | " + " | ".join(results) + " |\n|---|" + "---|" * len(results))
     for k in keys:
         print(f"| {k} | " + " | ".join(f"{r.get(k, float('nan')):,.2f}" for r in results.values()) + " |")

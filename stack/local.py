@@ -133,6 +133,8 @@ class LocalStack:
             str(f["checkpoint_interval_seconds"]),
             "--rest-port",
             str(f["rest_port"]),
+            "--parallelism",
+            str(f["parallelism"]),
         ]
 
     def warehouse(self) -> Process:

@@ -4,6 +4,7 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.StateRecoveryOptions;
 import org.apache.flink.core.execution.CheckpointingMode;
@@ -33,6 +34,9 @@ public final class CpuWindowJob {
   public static void main(String[] args) throws Exception {
     JobOptions o = JobOptions.parse(args);
     Configuration conf = new Configuration();
+    if (o.parallelism > 0) {
+      conf.set(CoreOptions.DEFAULT_PARALLELISM, o.parallelism);
+    }
     if (o.restPort > 0) {
       conf.set(RestOptions.PORT, o.restPort);
       conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");

@@ -39,6 +39,8 @@ public final class JobOptions {
   public final Duration checkpointInterval;
   public final Duration streamRetain;
   public final int restPort;
+  /** Operator parallelism; 0 = Flink's default (all cores on the local MiniCluster). */
+  public final int parallelism;
 
   private JobOptions(Map<String, String> m) {
     bootstrap = required(m, "bootstrap");
@@ -64,6 +66,7 @@ public final class JobOptions {
         Duration.ofSeconds(Long.parseLong(m.getOrDefault("checkpoint-interval-seconds", "10")));
     streamRetain = Duration.ofSeconds(Long.parseLong(m.getOrDefault("stream-retain-seconds", "1800")));
     restPort = Integer.parseInt(m.getOrDefault("rest-port", "0"));
+    parallelism = Integer.parseInt(m.getOrDefault("parallelism", "0"));
   }
 
   /** The flag rules and baseline settings of --flag-rules. */
@@ -104,6 +107,7 @@ public final class JobOptions {
         + " [--flag-topic T --flag-rules FILE.properties] [--flag-max-gap-windows 5]"
         + " [--delivery exactly-once|at-least-once] [--checkpoint-dir DIR] [--dead-letter-topic T]"
         + " [--group-id G] [--window-seconds 60] [--out-of-orderness-seconds 5]"
-        + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]";
+        + " [--idle-flush-seconds 5] [--checkpoint-interval-seconds 10] [--stream-retain-seconds 1800] [--rest-port P]"
+        + " [--parallelism N]";
   }
 }
