@@ -15,6 +15,7 @@ Fed chunks of any size rather than lines: line splitting is part of what the sca
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, tzinfo
 from functools import cache
@@ -46,6 +47,10 @@ class UnsupportedSchemaError(ValueError):
 
 
 def available() -> bool:
+    """The scanner is built and can write the current schemas; FLEETPERF_NMON_PARSER=python turns
+    it off (to compare, or to rule it out)."""
+    if os.environ.get("FLEETPERF_NMON_PARSER") == "python":
+        return False
     if _native is None or len(layout.CPU_SAMPLE_FIELDS) > _native.CPU_SLOTS:
         return False
     try:

@@ -65,17 +65,16 @@ def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, 
     [path] = simulate(
         tmp_path, hosts=1, start=datetime(2026, 4, 3, 8, 0), duration=timedelta(minutes=20), interval=10, seed=11
     )
-    lines = path.read_bytes().splitlines(keepends=True)
-    # first run dies after two thirds of the file, after its last checkpoint
+    data = path.read_bytes()
+    cut = len(data) * 2 // 3
+    # first run dies after two thirds of the file (cut mid-line), after its last checkpoint
     from core.kafka_avro import AvroProducer
 
     crashed = FilePublisher(
         path, UTC, AvroProducer(stack), Ledger(stack.state_dir / "ingest-ledger.sqlite"), Summary(), quiet=True
     )
-    offset = 0
-    for n, raw in enumerate(lines[: len(lines) * 2 // 3], start=1):
-        crashed.feed(raw, n, offset)
-        offset += len(raw)
+    for start in range(0, cut, 4096):
+        crashed.feed_chunk(data[start : min(start + 4096, cut)])
     crashed.checkpoint()
     first = crashed.progress.last_snapshot
     assert 0 < first < 120
@@ -85,6 +84,19 @@ def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, 
     counts = _published_snapshots(stack, path)
     assert len(counts) == 120 and set(counts.values()) == {1}
     assert ingest(stack, [str(path)], UTC, progress=False).skipped == 1
+
+
+def test_without_the_native_scanner_the_python_parser_publishes_the_same(
+    stack: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [path] = simulate(
+        tmp_path, hosts=1, start=datetime(2026, 4, 4, 8, 0), duration=timedelta(minutes=5), interval=10, seed=12
+    )
+    monkeypatch.setenv("FLEETPERF_NMON_PARSER", "python")
+    summary = ingest(stack, [str(path)], UTC, progress=False)
+    assert summary.snapshots == 30 and summary.errors == 0
+    counts = _published_snapshots(stack, path)
+    assert len(counts) == 30 and set(counts.values()) == {1}
 
 
 def test_every_section_of_the_aix_file_is_queryable(stack: Settings, corpus: Path) -> None:
