@@ -110,14 +110,15 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(delivery: str, hosts: int, samples: int, live_seconds: int, parallelism: int) -> dict[str, float]:
+def run(delivery: str, hosts: int, samples: int, live_seconds: int, parallelism: int | None) -> dict[str, float]:
     from tests.providers import _env_overrides
 
     state = Path(tempfile.mkdtemp(prefix=f"fleetperf-bench-flink-{delivery}-"))
     os.environ.update(_env_overrides(state))
     os.environ["FLEETPERF__FLINK__DELIVERY"] = delivery
     os.environ["FLEETPERF__FLINK__STREAM_RETAIN_SECONDS"] = "30"
-    os.environ["FLEETPERF__FLINK__PARALLELISM"] = str(parallelism)
+    if parallelism is not None:
+        os.environ["FLEETPERF__FLINK__PARALLELISM"] = str(parallelism)
     from core import config
     from core.kafka_avro import AvroProducer
     from stack.local import LocalStack
@@ -196,11 +197,19 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=500)
     parser.add_argument("--samples", type=int, default=400, help="per host, 10 s apart")
     parser.add_argument("--live-seconds", type=int, default=150)
-    parser.add_argument("--parallelism", type=int, nargs="+", default=[0], help="0 = Flink's default (all cores)")
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="0 = Flink's default (all cores); default: as configured",
+    )
     parser.add_argument("--delivery", nargs="+", default=["exactly-once", "at-least-once"])
     args = parser.parse_args()
     results = {
-        f"{d}, p={p or 'default'}": run(d, args.hosts, args.samples, args.live_seconds, p)
+        f"{d}, p={'configured' if p is None else p or 'all cores'}": run(
+            d, args.hosts, args.samples, args.live_seconds, p
+        )
         for p in args.parallelism
         for d in args.delivery
     }

@@ -1,6 +1,7 @@
 """nmon collector throughput per core, the reference Python parser beside the native scanner
 (ingest/nmon/native): parse only, parse + Avro (Confluent framing, no broker), and file -> Kafka
-(with --kafka, against the running local stack: `./fleetperf up`), on the corpus and on large files
+(with --kafka, to a broker and registry the script starts for itself, so that nothing else
+consumes while it measures), on the corpus and on large files
 built from the real AIX corpus file (its snapshots repeated with new tags and times). Per core =
 CPU seconds of the process, librdkafka's threads included. Also the peak RSS of reading files of
 growing size in fresh processes, which must stay flat."""
@@ -10,12 +11,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +93,12 @@ def measure(path: Path, parser: str, encode: bool) -> dict[str, float]:
     return {"MB": mb, "cpu_s": cpu, "MB/s": mb / cpu, "values/s": values / cpu, "records": records}
 
 
+def best(run: object, times: int = 3) -> dict[str, float]:
+    """The fastest of a few runs: this machine shares its cores with other work (and the broker),
+    so a single run can be 30 % off."""
+    return max((run() for _ in range(times)), key=lambda r: r["MB/s"])  # type: ignore[operator]
+
+
 def to_kafka(paths: list[Path], producer: object) -> dict[str, float]:
     """One `ingest` call over the files, as a user runs it; the producer (connection, registry
     look-ups) is made once per benchmark run, outside the figure."""
@@ -132,11 +141,34 @@ def peak_rss_of_parse(path: Path, parser: str) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40], help="sizes of the grown AIX file")
-    ap.add_argument("--kafka", action="store_true", help="also publish to the running local stack")
+    ap.add_argument(
+        "--kafka",
+        action="store_true",
+        help="also publish to Kafka: a broker and registry of its own, nothing consuming",
+    )
     args = ap.parse_args()
+    if not args.kafka:
+        return report(args, None)
+    from stack.local import LocalStack
+    from tests.providers import _env_overrides
+
+    with tempfile.TemporaryDirectory(prefix="fleetperf-bench-nmon-") as state:
+        os.environ.update(_env_overrides(Path(state)))  # the RSS child processes read them too
+        stack = LocalStack(config.load())
+        stack.start(only=("kafka", "registry"), echo=lambda line: None)
+        try:
+            from core.kafka_avro import ensure_topics
+
+            ensure_topics(config.load())
+            return report(args, stack)
+        finally:
+            stack.stop(echo=lambda line: None)
+
+
+def report(args: argparse.Namespace, stack: object | None) -> int:
     rows = []
     producer = None
-    if args.kafka:
+    if stack is not None:
         from core.kafka_avro import AvroProducer
 
         producer = AvroProducer(config.load())
@@ -146,18 +178,18 @@ def main() -> int:
         for path in [*files, *grown]:
             row: dict[str, object] = {"file": path.name, "MB": path.stat().st_size / 1e6}
             for parser in PARSERS:
-                parse = measure(path, parser, encode=False)
+                parse = best(partial(measure, path, parser, encode=False))
                 row[f"{parser} parse MB/s"] = parse["MB/s"]
-                row[f"{parser} +avro MB/s"] = measure(path, parser, encode=True)["MB/s"]
+                row[f"{parser} +avro MB/s"] = best(partial(measure, path, parser, encode=True))["MB/s"]
             row["native values/s"] = parse["values/s"]
             if args.kafka:
-                kafka = to_kafka([path], producer)
+                kafka = best(partial(to_kafka, [path], producer))
                 row["native kafka MB/s"] = kafka["MB/s"]
                 row["kafka values/s"] = kafka["values/s"]
             rows.append(row)
         if args.kafka:
             # the corpus is 2.6 MB: ten rounds, so that the figure is not a few milliseconds
-            kafka = to_kafka(files * 10, producer)
+            kafka = best(partial(to_kafka, files * 10, producer))
             corpus_line = (
                 f"corpus ×10 ({len(files)} files) in one ingest -> Kafka: {kafka['MB']:.1f} MB, "
                 f"{kafka['MB/s']:.1f} MB/s per core, {kafka['values/s']:,.0f} values/s"
@@ -170,7 +202,7 @@ def main() -> int:
     cols = list(rows[0])
     if args.kafka:
         print(corpus_line + "\n")
-    print("per core (CPU time of one process)")
+    print("per core (CPU time of one process), best of 3 runs")
     print("  ".join(f"{c:>18}" for c in cols))
     for r in rows:
         print("  ".join(f"{r[c]:>18,.1f}" if isinstance(r[c], float) else f"{r[c]:>18}" for c in cols))
