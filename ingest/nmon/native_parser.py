@@ -39,7 +39,14 @@ _SLOTS = {name: i for i, name in enumerate(layout.CPU_SAMPLE_FIELDS)}
 # what a record field can come from, besides the snapshot's own time, tag, rows and cpu slots
 _CONTEXT_STR = ("host_id", "hostname", "source", "origin_file")
 _CONTEXT_DOUBLE = ("interval_s",)
-_ROW_FIELDS = ["section", "entities", "metrics", "values", "labels"]  # the NmonRow the scanner writes
+# the NmonRow the scanner writes: (name, type) of each field, in order
+_ROW_FIELDS = [
+    ("section", "string"),
+    ("entities", {"type": "array", "items": "string"}),
+    ("metrics", {"type": "array", "items": "string"}),
+    ("values", {"type": "array", "items": ["null", "double"]}),
+    ("labels", {"type": "map", "values": "string"}),
+]
 
 
 class UnsupportedSchemaError(ValueError):
@@ -80,7 +87,11 @@ def _plan(schema: dict[str, Any]) -> list[tuple[str, int]]:
             plan.append(("ts", 0))
         elif name == "origin_snapshot" and kind == "string":
             plan.append(("tag", 0))
-        elif name == "rows" and base == "array" and [r["name"] for r in kind["items"]["fields"]] == _ROW_FIELDS:
+        elif (
+            name == "rows"
+            and base == "array"
+            and [(r["name"], r["type"]) for r in kind["items"]["fields"]] == _ROW_FIELDS
+        ):
             plan.append(("rows", 0))
         elif name in _SLOTS and kind == ["null", "double"]:
             plan.append(("cpu_double", _SLOTS[name]))

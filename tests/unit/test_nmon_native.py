@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from core import config
@@ -234,3 +235,16 @@ def test_zzzz_times_in_a_zone_with_dst(tmp_path: Path) -> None:
     assert asked == [*days, ((2024, 5, 1), True)]
     assert [w[0] for w in want].count("dead_letters") == 2
     assert [w[0] for w in want].count("cpu_samples") == len(stamps) - 2
+
+
+def test_a_schema_the_scanner_cannot_write_turns_it_off() -> None:
+    schema = json.loads(config.load().topic("nmon_snapshots").schema_text())
+    assert native_parser._plan(schema)[-1] == ("rows", 0)
+    row = schema["fields"][-1]["type"]["items"]
+    row["fields"][3]["type"] = {"type": "array", "items": ["null", "float"]}  # values as float
+    with pytest.raises(native_parser.UnsupportedSchemaError, match="rows"):
+        native_parser._plan(schema)
+    cpu = json.loads(config.load().topic("cpu_samples").schema_text())
+    cpu["fields"].append({"name": "new_field", "type": ["null", "string"], "default": None})
+    with pytest.raises(native_parser.UnsupportedSchemaError, match="new_field"):
+        native_parser._plan(cpu)
