@@ -157,17 +157,26 @@ def _driver(tmp: Path):  # noqa: ANN202
 
 
 def _login(driver, stack: Settings) -> None:  # noqa: ANN001
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     sup = stack["superset"]
-    driver.get(f"{stack.superset_url}/login/")
-    WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.ID, "username")))
-    driver.find_element(By.ID, "username").send_keys(sup["admin_user"])
-    driver.find_element(By.ID, "password").send_keys(sup["admin_password"])
-    driver.find_element(By.ID, "password").submit()
-    WebDriverWait(driver, 60).until(lambda d: "/login" not in d.current_url)
+    # a loaded machine (CI shares its two cores with the whole stack) can lose the first form
+    # submit while the page is still starting its scripts: try the login page afresh, three times
+    for attempt in range(3):
+        driver.get(f"{stack.superset_url}/login/")
+        WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.ID, "username")))
+        driver.find_element(By.ID, "username").send_keys(sup["admin_user"])
+        driver.find_element(By.ID, "password").send_keys(sup["admin_password"])
+        driver.find_element(By.ID, "password").submit()
+        try:
+            WebDriverWait(driver, 40).until(lambda d: "/login" not in d.current_url)
+            return
+        except TimeoutException:
+            if attempt == 2:
+                raise
 
 
 def _open(  # noqa: ANN202
