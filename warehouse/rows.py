@@ -16,11 +16,24 @@ NMON_VALUE_COLUMNS = ["host_id", "ts", "section", "entity", "metric", "value"]
 NMON_LABEL_COLUMNS = ["host_id", "ts", "section", "entity", "label", "text"]
 
 
+def nmon_row_values(row: dict[str, Any]) -> Iterator[tuple[str, str, float | None]]:
+    """(entity, metric, value) of every value of an NmonRow: entities and metrics are parallel to
+    the values or a single name that holds for all of them."""
+    values = row["values"]
+    entities, metrics = row["entities"], row["metrics"]
+    n = len(values)
+    if len(entities) == 1 and n != 1:
+        entities = entities * n
+    if len(metrics) == 1 and n != 1:
+        metrics = metrics * n
+    return zip(entities, metrics, values, strict=True)
+
+
 def _nmon_snapshot(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
     host, ts = record["host_id"], record["ts"]
     for row in record["rows"]:
         section = row["section"]
-        for entity, metric, value in zip(row["entities"], row["metrics"], row["values"], strict=True):
+        for entity, metric, value in nmon_row_values(row):
             yield "nmon_values", [host, ts, section, entity, metric, value]
         labels = row["labels"]
         if labels:

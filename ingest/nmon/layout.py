@@ -119,16 +119,18 @@ def header(tag: str, columns: list[str]) -> Header:
     numeric = [i for i, c in enumerate(columns) if c not in text_names]
     text = [i for i, c in enumerate(columns) if c in text_names]
     names = [columns[i] for i in numeric]
+    # a name that holds for every value is written once (see schemas/nmon_snapshot.avsc)
+    every = 1 if names else 0
     if cpu_entity is not None:
-        entities, metrics = [cpu_entity] * len(names), names
+        entities, metrics = [cpu_entity] * every, names
     elif _COLUMNS_ARE_ENTITIES.match(tag):
-        entities, metrics = names, [section] * len(names)
+        entities, metrics = names, [section] * every
     elif section in _ENTITY_PREFIXED:
         sep = _ENTITY_PREFIXED[section]
         pairs = [n.split(sep, 1) if sep in n else ["", n] for n in names]
         entities, metrics = [p[0] for p in pairs], [p[1] for p in pairs]
     else:
-        entities, metrics = [""] * len(names), names
+        entities, metrics = [""] * every, names
     cpu_map = _CPU_COLUMNS.get(tag, {})
     cpu_fields = tuple((cpu_map[n], pos) for pos, n in enumerate(names) if n in cpu_map)
     strict = section in KNOWN or _COLUMNS_ARE_ENTITIES.match(tag) is not None

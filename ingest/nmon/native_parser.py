@@ -2,8 +2,9 @@
 
 Same records as `NmonParser`, byte for byte once Avro-encoded (tests/unit/test_nmon_native.py),
 several times faster: the scanner turns data lines into encoded rows; every other line comes
-back here to `NmonParser.control`, so headers, times and host configuration are decided by one
-piece of code. The records of a snapshot (nmon_snapshots, cpu_samples) leave the scanner
+back here to `NmonParser.control` (configuration text, AAA/BBB*, in one call per run of such lines
+to its `HostConfigBuilder`), so headers, times and host configuration are decided by one piece of
+code. The records of a snapshot (nmon_snapshots, cpu_samples) leave the scanner
 already encoded (`Emitted.encoded`, `Emitted.record` then empty), written field by field after
 plans compiled below from the topics' .avsc files; a schema the plans cannot express makes
 `available()` false and the collector uses the Python parser. Host configuration and dead
@@ -157,6 +158,16 @@ class NativeNmonParser:
         if first:
             self._pending_config = self.lines.config_record()
         return ("zzzz", snap_tag, int(ts.timestamp() * 1000), first, self._context())
+
+    # called by the scanner with the AAA/BBB* lines it collected since its last call to Python
+    def scan_config(self, lines: list[tuple[bytes, bytes]]) -> tuple[list[str], list[float]] | None:
+        add = self.lines.config.add
+        aaa = False
+        for tag, rest in lines:
+            aaa = aaa or tag == b"AAA"
+            add(tag.decode(), rest.decode("utf-8", "replace"))
+        # AAA lines decide identity and interval: the scanner writes them into every record
+        return self._context() if aaa else None
 
     # called by the scanner once per day of ZZZZ times it reads itself
     def scan_day_start(self, year: int, month: int, day: int) -> int | None:

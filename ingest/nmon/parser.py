@@ -174,7 +174,7 @@ class NmonParser:
         entities = header.entities
         if header.entity_from_labels:
             entity = " ".join(labels.get(c, "") for c in header.entity_from_labels).strip()
-            entities = [entity] * len(numbers)
+            entities = [entity] if numbers else []
         snap.rows.append(
             {
                 "section": header.section,

@@ -129,3 +129,37 @@ def test_etherchannel_members_from_lsattr_text(tmp_path: Path) -> None:
     assert config["attributes"]["aggregation.ent8.members"] == "ent0,ent2,ent4,ent6"
     assert config["attributes"]["frame_id"] == "8231-E2B*0ABCDEF"
     assert "adapter_names" in config["config_text"]["lsattr -El ent8"]
+
+
+def test_rows_name_a_shared_entity_or_metric_once(corpus: Path) -> None:
+    from warehouse.rows import nmon_row_values
+
+    snaps = by_topic(corpus / "nmon" / "aix71_aixlpar_nmon2influxdb.nmon")["nmon_snapshots"]
+    t2 = next(s for s in snaps if s["origin_snapshot"] == "T0002")
+
+    def row(section: str, entity: str | None = None) -> dict:
+        return next(r for r in t2["rows"] if r["section"] == section and (entity is None or entity in r["entities"]))
+
+    # CPU01,T0002,24.5,26.2,2.8,46.6 under CPU01,CPU 1 aixlpar,User%,Sys%,Wait%,Idle%
+    cpu = row("CPU", "1")
+    assert (cpu["entities"], cpu["metrics"]) == (["1"], ["User%", "Sys%", "Wait%", "Idle%"])
+    assert list(nmon_row_values(cpu))[1] == ("1", "Sys%", 26.2)
+    # DISKBUSY,T0002,0.0,0.2,0.7,... under DISKBUSY,Disk %Busy aixlpar,hdisk6,hdisk2,hdisk1,...
+    disk = row("DISKBUSY")
+    assert disk["metrics"] == ["DISKBUSY"] and disk["entities"][:3] == ["hdisk6", "hdisk2", "hdisk1"]
+    assert list(nmon_row_values(disk))[2] == ("hdisk1", "DISKBUSY", 0.7)
+    # NET,T0002,0.0,2.0,... under NET,Network I/O aixlpar,en1-read-KB/s,en0-read-KB/s,...: parallel
+    net = row("NET", "en0")
+    assert len(net["entities"]) == len(net["metrics"]) == len(net["values"]) == 6
+    assert list(nmon_row_values(net))[1] == ("en0", "read-KB/s", 2.0)
+    # MEMNEW,T0002,9.1,70.7,...: host-wide
+    mem = row("MEMNEW")
+    assert mem["entities"] == [""] and list(nmon_row_values(mem))[1] == ("", "FScache%", 70.7)
+    # TOP,2687140,T0002,0.40,0.00,0.40,16,...,syncd,Unclassified
+    top = row("TOP", "2687140 syncd")
+    assert top["entities"] == ["2687140 syncd"]
+    assert ("2687140 syncd", "Threads", 16.0) in list(nmon_row_values(top))
+    # every value of the file is reachable as (entity, metric, value)
+    for snap in snaps:
+        for r in snap["rows"]:
+            assert len(list(nmon_row_values(r))) == len(r["values"])

@@ -152,6 +152,13 @@ fn small_number(s: &[u8]) -> Option<i64> {
     Some(s.iter().fold(0, |n, b| n * 10 + i64::from(b - b'0')))
 }
 
+/// `AAA` or `BBB*` that `NmonParser.control` takes as configuration text: a valid section tag
+/// (`[A-Z][A-Za-z0-9_+-]*`).
+fn is_config_tag(tag: &[u8]) -> bool {
+    (tag == b"AAA" || tag.starts_with(b"BBB"))
+        && tag.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+' || b == b'-')
+}
+
 fn is_snapshot_tag(s: &[u8]) -> bool {
     s.len() > 1 && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
 }
@@ -306,6 +313,9 @@ struct Scanner {
     cpu_plan: Vec<Field>,
     context: Context,
     seen_zzzz: bool,                                // the first ZZZZ always goes to Python (host configuration)
+    // AAA/BBB* lines (tag, rest) not yet handed to Python: one call per run of them instead of one
+    // per line (an AIX file has ~1,500 BBBP lines); handed over before anything that writes context
+    config_lines: Vec<(Vec<u8>, Vec<u8>)>,
     days: FxHashMap<(i64, i64, i64), Option<i64>>, // midnight in epoch ms, None: the offset changes that day
 }
 
@@ -316,7 +326,8 @@ enum LineOutcome {
 
 #[pymethods]
 impl Scanner {
-    /// hooks.scan_control(tag, rest, line, line_no) answers the lines that are not data; the
+    /// hooks.scan_control(tag, rest, line, line_no) answers the lines that are not data, but for
+    /// configuration text (hooks.scan_config, several lines at once); the
     /// plans say how nmon_snapshots and cpu_samples records are written, field by field.
     #[new]
     fn new(hooks: PyObject, snapshot_plan: Vec<(String, usize)>, cpu_plan: Vec<(String, usize)>) -> PyResult<Scanner> {
@@ -329,6 +340,7 @@ impl Scanner {
             cpu_plan: compile_plan(cpu_plan)?,
             context: Context::default(),
             seen_zzzz: false,
+            config_lines: Vec::new(),
             days: FxHashMap::default(),
             snaps: Vec::new(),
             carry: Vec::new(),
@@ -359,6 +371,7 @@ impl Scanner {
                 }
                 None => {
                     self.carry.extend_from_slice(chunk);
+                    self.flush_config(py)?;
                     return self.take_events(py);
                 }
             }
@@ -369,6 +382,7 @@ impl Scanner {
             rest = &rest[p + 1..];
         }
         self.carry.extend_from_slice(rest);
+        self.flush_config(py)?;
         self.take_events(py)
     }
 
@@ -379,6 +393,7 @@ impl Scanner {
             let line = std::mem::take(&mut self.carry);
             self.raw_line(py, &line)?;
         }
+        self.flush_config(py)?;
         let mut open = std::mem::take(&mut self.snaps);
         open.sort_by_key(|s| s.number);
         for snap in open {
@@ -451,11 +466,34 @@ impl Scanner {
         }
         if tag == b"ZZZZ" && self.seen_zzzz && memchr(0, line).is_none() {
             if let Some((snap_tag, ts)) = self.quick_time(py, rest)? {
+                self.flush_config(py)?;
                 self.zzzz(py, snap_tag, ts, false, line_no);
                 return Ok(LineOutcome::Ok);
             }
         }
+        if is_config_tag(tag) && memchr(0, line).is_none() {
+            self.config_lines.push((tag.to_vec(), rest.to_vec()));
+            return Ok(LineOutcome::Ok);
+        }
+        self.flush_config(py)?;
         self.control(py, tag, rest, line, line_no)
+    }
+
+    /// hooks.scan_config([(tag, rest), ...]) takes the pending configuration lines; it answers the
+    /// new context when an AAA line was among them (identity, interval), else None.
+    fn flush_config(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.config_lines.is_empty() {
+            return Ok(());
+        }
+        let lines = std::mem::take(&mut self.config_lines);
+        let items = lines.iter().map(|(t, r)| (PyBytes::new(py, t), PyBytes::new(py, r)));
+        let answer = self.hooks.call_method1(py, "scan_config", (PyList::new(py, items)?,))?;
+        let answer = answer.bind(py);
+        if !answer.is_none() {
+            let (strings, doubles): (Vec<String>, Vec<f64>) = answer.extract()?;
+            self.context = Context { strings, doubles };
+        }
+        Ok(())
     }
 
     /// A well-formed `ZZZZ,Tnnnn,HH:MM:SS,DD-MON-YYYY` on a day whose UTC offset does not change:
@@ -692,10 +730,8 @@ impl Scanner {
                 .join(" ");
             let entity = joined.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
             if !values.is_empty() {
-                put_long(rows, values.len() as i64);
-                for _ in 0..values.len() {
-                    put_str(rows, entity.as_bytes());
-                }
+                put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
+                put_str(rows, entity.as_bytes());
             }
             rows.push(0);
         }
