@@ -38,12 +38,28 @@ class HostConfigBuilder:
         # BBBP,<seq>,<command>[,"<line>"]; other BBB sections: BBBx,<seq>,<line>
         parts = rest.split(",", 2)
         if tag == "BBBP" and len(parts) >= 2:
-            command = parts[1].strip()
-            lines = self.text[command]  # a command line without output still shows up, empty
-            if len(parts) > 2:
-                lines.append(parts[2].strip().strip('"'))
+            self._command_output(parts)
         else:
             self.text[tag].append(",".join(parts[1:]) if len(parts) > 1 else rest)
+
+    def _command_output(self, parts: list[str]) -> None:
+        lines = self.text[parts[1].strip()]  # a command line without output still shows up, empty
+        if len(parts) > 2:
+            lines.append(parts[2].strip().strip('"'))
+
+    def add_lines(self, lines: list[tuple[bytes, bytes]]) -> bool:
+        """`add` for raw (tag, rest) lines, as the native scanner collects them; True if an AAA line
+        was among them. BBBP lines (most of an AIX file's configuration) take a shorter way."""
+        aaa = False
+        for tag, rest in lines:
+            if tag == b"BBBP":
+                parts = rest.decode("utf-8", "replace").split(",", 2)
+                if len(parts) >= 2:
+                    self._command_output(parts)
+                    continue
+            aaa = aaa or tag == b"AAA"
+            self.add(tag.decode(), rest.decode("utf-8", "replace"))
+        return aaa
 
     @property
     def hostname(self) -> str:

@@ -116,6 +116,7 @@ class NativeNmonParser:
         self.snapshots_emitted = 0
         self.values_emitted = 0
         self._pending_config: Emitted | None = None
+        self._key = self.lines.host_id
 
     @property
     def host_id(self) -> str:
@@ -161,13 +162,8 @@ class NativeNmonParser:
 
     # called by the scanner with the AAA/BBB* lines it collected since its last call to Python
     def scan_config(self, lines: list[tuple[bytes, bytes]]) -> tuple[list[str], list[float]] | None:
-        add = self.lines.config.add
-        aaa = False
-        for tag, rest in lines:
-            aaa = aaa or tag == b"AAA"
-            add(tag.decode(), rest.decode("utf-8", "replace"))
         # AAA lines decide identity and interval: the scanner writes them into every record
-        return self._context() if aaa else None
+        return self._context() if self.lines.config.add_lines(lines) else None
 
     # called by the scanner once per day of ZZZZ times it reads itself
     def scan_day_start(self, year: int, month: int, day: int) -> int | None:
@@ -181,8 +177,10 @@ class NativeNmonParser:
         return int(datetime(year, month, day, tzinfo=tz).timestamp() * 1000)
 
     def _context(self) -> tuple[list[str], list[float]]:
+        """What the scanner writes into every record; asked whenever AAA lines may have changed it."""
         lines = self.lines
-        return [lines.host_id, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
+        self._key = lines.host_id  # the records' Kafka key, kept with the host_id they carry
+        return [self._key, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
@@ -190,7 +188,7 @@ class NativeNmonParser:
             _, number, values, snapshot, cpu = event
             self.snapshots_emitted += 1
             self.values_emitted += values
-            key = self.lines.host_id
+            key = self._key
             if cpu is not None:
                 yield Emitted("cpu_samples", {}, key=key, snapshot=number, encoded=cpu)
             yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)
