@@ -34,6 +34,11 @@ QUIRKS = (
     "MYAPP,My application,requests,state,latency\n"
     "NET,Network I/O odd,en0-read-KB/s,en0-write-KB/s,lo0-read-KB/s\n"
     "DISKBUSY,Disk %Busy odd,hdisk0,hdisk1\n"
+    'BBBP,001,lsattr -El ent8,"adapter_names ent0,ent2 EtherChannel Adapters True"\n'
+    "BBBP,002,uname\n"
+    "BBBC,003,free text, with commas\xa0\n"
+    "BBB.X,004,not a tag\n"
+    "BBBP,005,ls\x00junk\n"
     "CPU_ALL,T0001,1.0,2.0,0.0,96.0,1.0,,2\r\n"
     "ZZZZ,T0001,00:01:00,01-JAN-2024\n"
     "LPAR,T0001,0.5,2,0.4,16,9.5\n"
@@ -48,6 +53,8 @@ QUIRKS = (
     "CPU_ALL,T0002,5.0,x,0.0,90.0,5.0,,2\n"
     "MYAPP,T0002,\n"
     "LPAR,T0002,0.7\n"
+    "AAA,LPARNumberName,3,odd\n"  # identity changes mid-file
+    "BBBP,006,late\n"
     "ZZZZ,T0003,00:03:00,01-JAN-2024\n"
     "ZZZZ,T0004,bad,time\n"
     "ZZZZ\n"
@@ -111,9 +118,17 @@ def test_quirks_in_random_chunks(tmp_path: Path) -> None:
     path.write_bytes(QUIRKS.encode())
     want = [comparable(e) for e in reference_parse(path)]
     topics = [w[0] for w in want]
-    # the file exercises what it claims to: garbage, bad numbers, missing times all become dead letters
-    assert topics.count("dead_letters") == 6
+    # the file exercises what it claims to: garbage, bad numbers, missing times, a NUL in a
+    # configuration line and a tag that is none all become dead letters
+    assert topics.count("dead_letters") == 8
     assert topics.count("nmon_snapshots") == 3
+    # an AAA line between snapshots changes the identity of the records completed after it (T0002
+    # completes at the next ZZZZ, after the AAA line)
+    assert [(w[1], w[2]) for w in want if w[0] == "nmon_snapshots"] == [
+        ("0ABCDEF-2", 1),
+        ("0ABCDEF-3", 2),
+        ("0ABCDEF-3", 3),
+    ]
     rng = random.Random(7)
     for _ in range(20):
         chunks = [rng.randint(1, 40) for _ in range(len(QUIRKS))]
