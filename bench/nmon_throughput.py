@@ -104,9 +104,10 @@ def to_kafka(paths: list[Path], producer: object) -> dict[str, float]:
     look-ups) is made once per benchmark run, outside the figure."""
     from ingest.publish import ingest
 
+    settings = config.load()  # once per command, as the CLI does (0.6 ms: a tenth of a 0.2 MB file)
     t0 = time.process_time()
     w0 = time.monotonic()
-    summary = ingest(config.load(), [str(p) for p in paths], UTC, force=True, progress=False, producer=producer)
+    summary = ingest(settings, [str(p) for p in paths], UTC, force=True, progress=False, producer=producer)
     cpu = time.process_time() - t0
     wall = time.monotonic() - w0
     mb = sum(p.stat().st_size for p in paths) / 1e6
