@@ -54,6 +54,7 @@ class AvroProducer:
 
     def __init__(self, settings: Settings, **conf: Any) -> None:
         self.settings = settings
+        self.errors: list[str] = []
         client = registry_client(settings)
         base = {
             "bootstrap.servers": settings.bootstrap,
@@ -67,18 +68,13 @@ class AvroProducer:
             # only failures come back to Python: a callback per acknowledged record costs as much
             # as producing it
             "delivery.report.only.error": True,
-            "on_delivery": self._on_delivery,
+            "on_delivery": _collect_errors(self.errors),
         }
         base.update(conf)
         self._producer = Producer(base)
         self._client = client
         self._frames: dict[str, tuple[str, bytes, Any]] = {}
         self._unpolled = 0
-        self.errors: list[str] = []
-
-    def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
-        if err is not None:
-            self.errors.append(str(err))
 
     def _frame(self, topic_key: str) -> tuple[str, bytes, Any]:
         """Topic name, Confluent frame header, parsed schema."""
@@ -121,6 +117,18 @@ class AvroProducer:
             raise RuntimeError(f"{remaining} records not delivered within {timeout}s")
         if self.errors:
             raise RuntimeError(f"delivery failed: {self.errors[:3]}")
+
+
+def _collect_errors(errors: list[str]):  # noqa: ANN202
+    """The delivery callback. It holds the list, not the AvroProducer: a bound method would make a
+    cycle (producer -> callback -> producer) that only the cyclic collector frees, and until then
+    librdkafka's threads live on and keep reconnecting."""
+
+    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    return on_delivery
 
 
 def deserializers(settings: Settings) -> dict[str, AvroDeserializer]:

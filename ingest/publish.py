@@ -175,9 +175,26 @@ def ingest(
         print("fleetperf: native nmon scanner not built; nmon goes through the slower Python parser", file=sys.stderr)
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
     producer = producer or AvroProducer(settings)
-    # what is loaded by now lives as long as the process: keep the cyclic collector from walking
-    # it again and again while millions of short-lived records pass (a few % of backfill time)
+    # what is loaded by now outlives the backfill: keep the cyclic collector from walking it again
+    # and again while millions of short-lived records pass (a few % of backfill time); unfrozen at
+    # the end, so that a long-lived caller's garbage is collectable again
     gc.freeze()
+    try:
+        return _ingest_files(files, tz, force, progress, producer, ledger, perfkit_options, sadc_options)
+    finally:
+        gc.unfreeze()
+
+
+def _ingest_files(
+    files: list[Path],
+    tz: tzinfo,
+    force: bool,
+    progress: bool,
+    producer: AvroProducer,
+    ledger: Ledger,
+    perfkit_options: PerfkitOptions | None,
+    sadc_options: sadc.Options | None,
+) -> Summary:
     summary = Summary()
     started = time.monotonic()
     total = sum(p.stat().st_size for p in files)

@@ -1,0 +1,30 @@
+"""The producer wrapper's lifetime: dropped, it goes at once, and librdkafka's threads with it."""
+
+from __future__ import annotations
+
+import gc
+import os
+import weakref
+
+from core import config
+from core.kafka_avro import AvroProducer
+
+
+def _rdkafka_threads() -> int:
+    tasks = os.listdir("/proc/self/task")
+    return sum(1 for t in tasks if open(f"/proc/self/task/{t}/comm").read().startswith("rdk:"))
+
+
+def test_a_dropped_producer_is_freed_without_the_cyclic_collector() -> None:
+    settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # nobody listens: nothing is sent
+    before = _rdkafka_threads()
+    gc.disable()  # in effect during a backfill (gc.freeze): only reference counting frees
+    try:
+        producer = AvroProducer(settings)
+        assert _rdkafka_threads() > before
+        gone = weakref.ref(producer)
+        del producer
+        assert gone() is None
+        assert _rdkafka_threads() == before
+    finally:
+        gc.enable()
