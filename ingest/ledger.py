@@ -5,7 +5,8 @@ host, date and command). The ledger remembers how many bytes the hash covered, s
 still growing keeps its identity and one that is replaced does not. For each
 file the ledger keeps the last snapshot and the byte offset whose records Kafka has acknowledged,
 and whether the whole file was published (with its size then). A crash between Kafka's
-acknowledgement and the ledger update re-sends at most one flush worth of records, which the
+acknowledgement and the ledger update re-sends at most one checkpoint's worth of records (2,000
+snapshots, or the last 64 small files of a backfill: ingest.publish.PendingCheckpoints), which the
 warehouse's ReplacingMergeTree keys absorb."""
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Ledger:
             return Progress(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
         return Progress(*head_hash(path, opener))
 
-    def save(self, path: Path, progress: Progress, opener=open) -> None:  # noqa: ANN001
+    def save(self, path: Path, progress: Progress, opener=open, commit: bool = True) -> None:  # noqa: ANN001
         if progress.identity_len < _HEAD:
             # the file has grown since it was first seen: identify it by a longer head from now on
             progress.identity, progress.identity_len = head_hash(path, opener)
@@ -72,4 +73,9 @@ class Ledger:
                 time.time(),
             ),
         )
+        if commit:
+            self.db.commit()
+
+    def commit(self) -> None:
+        """Saves made with commit=False (several files after one flush), in one transaction."""
         self.db.commit()

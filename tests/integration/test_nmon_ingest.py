@@ -86,6 +86,41 @@ def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, 
     assert ingest(stack, [str(path)], UTC, progress=False).skipped == 1
 
 
+def test_an_interrupted_backfill_keeps_the_files_kafka_has_and_resumes_after_them(
+    stack: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # files are checkpointed together after one flush (PendingCheckpoints): Ctrl-C during the third
+    # file still records the first two, and the re-run publishes only the third, each snapshot once
+    paths = simulate(
+        tmp_path, hosts=3, start=datetime(2026, 4, 5, 8, 0), duration=timedelta(minutes=5), interval=10, seed=13
+    )
+    assert len(paths) == 3
+    import ingest.publish as publish
+
+    real = publish._publish_file
+    started: list[Path] = []
+
+    def interrupted(publisher, *args) -> None:  # noqa: ANN001
+        started.append(publisher.path)
+        if len(started) == 3:
+            raise KeyboardInterrupt
+        real(publisher, *args)
+
+    monkeypatch.setattr(publish, "_publish_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(stack, [str(p) for p in paths], UTC, progress=False)
+    ledger = Ledger(stack.state_dir / "ingest-ledger.sqlite")
+    assert [ledger.get(p).complete for p in started] == [True, True, False]
+    monkeypatch.setattr(publish, "_publish_file", real)
+
+    rerun = ingest(stack, [str(p) for p in paths], UTC, progress=False)
+    assert (rerun.skipped, rerun.files, rerun.snapshots) == (2, 1, 30)
+    for path in paths:
+        counts = _published_snapshots(stack, path)
+        assert len(counts) == 30 and set(counts.values()) == {1}, path.name
+    assert ingest(stack, [str(p) for p in paths], UTC, progress=False).skipped == 3
+
+
 def test_without_the_native_scanner_the_python_parser_publishes_the_same(
     stack: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
