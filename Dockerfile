@@ -1,10 +1,10 @@
 # fleetperf's Python parts (CLI, collectors, warehouse: sink + Superset) for docker-compose.yml (draft).
 
-# the native nmon scanner (ingest/nmon/native), built as an abi3 wheel for Python >= 3.11
+# the native nmon scanner (src/fleetperf/sources/nmon/native), built as an abi3 wheel for Python >= 3.11
 FROM rust:1-slim-bookworm AS nmon-scan
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv \
     && python3 -m venv /build && /build/bin/pip install --no-cache-dir "maturin>=1.7,<2"
-COPY ingest/nmon/native /src
+COPY src/fleetperf/sources/nmon/native /src
 RUN /build/bin/maturin build --release --manifest-path /src/Cargo.toml --out /wheels
 
 FROM python:3.11-slim
@@ -17,6 +17,6 @@ RUN .venv/bin/pip install --no-cache-dir /wheels/*.whl
 COPY . .
 # the launcher's "requirements installed" stamp, so ./fleetperf does not reinstall
 RUN cat requirements/superset.lock.txt requirements/fleetperf.txt | sha256sum | cut -c1-16 > .venv/.fleetperf-requirements \
-    && N=ingest/nmon/native && cat $N/Cargo.toml $N/Cargo.lock $N/pyproject.toml $N/src/*.rs | sha256sum | cut -c1-16 \
+    && N=src/fleetperf/sources/nmon/native && cat $N/Cargo.toml $N/Cargo.lock $N/pyproject.toml $N/src/*.rs | sha256sum | cut -c1-16 \
     > .venv/.fleetperf-nmon-scan
 ENTRYPOINT []

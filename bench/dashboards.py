@@ -26,8 +26,8 @@ def _generate(state: Path, hosts: int, days: int) -> None:
     start = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:00")
     code = f"""
 import time
-from core import config
-from warehouse.clickhouse import migrate
+from fleetperf import config
+from fleetperf.warehouse.clickhouse import migrate
 from bench.warehouse import generate
 ch, _ = migrate(config.load())
 print(f"generated in {{generate(ch, {hosts}, {days}, {start!r}):.0f}}s", flush=True)
@@ -49,9 +49,9 @@ def main() -> int:
 
     state = Path(tempfile.mkdtemp(prefix="fleetperf-bench-dash-"))
     os.environ.update(_env_overrides(state))
-    from core import config
-    from dashboards.spec import DASHBOARDS
-    from stack.local import LocalStack
+    from fleetperf import config
+    from fleetperf.dashboards.spec import DASHBOARDS
+    from fleetperf.stack.local import LocalStack
     from tests.integration.test_dashboards import _driver, _login, _open
 
     _generate(state, args.hosts, args.days)

@@ -71,7 +71,7 @@ def _consume_counts(  # noqa: ANN202
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    from core.kafka_avro import registry_client
+    from fleetperf.kafka_avro import registry_client
 
     topic = settings.topic("derived_metrics").name
     consumer = Consumer(
@@ -119,9 +119,9 @@ def run(delivery: str, hosts: int, samples: int, live_seconds: int, parallelism:
     os.environ["FLEETPERF__FLINK__STREAM_RETAIN_SECONDS"] = "30"
     if parallelism is not None:
         os.environ["FLEETPERF__FLINK__PARALLELISM"] = str(parallelism)
-    from core import config
-    from core.kafka_avro import AvroProducer
-    from stack.local import LocalStack
+    from fleetperf import config
+    from fleetperf.kafka_avro import AvroProducer
+    from fleetperf.stack.local import LocalStack
 
     settings = config.load()
     stack = LocalStack(settings)

@@ -1,5 +1,5 @@
 """nmon collector throughput per core, the reference Python parser beside the native scanner
-(ingest/nmon/native): parse only, parse + Avro (Confluent framing, no broker), and file -> Kafka
+(sources/nmon/native): parse only, parse + Avro (Confluent framing, no broker), and file -> Kafka
 (with --kafka, to a broker and registry the script starts for itself, so that nothing else
 consumes while it measures), on the corpus and on large files
 built from the real AIX corpus file (its snapshots repeated with new tags and times). Per core =
@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from fastavro import parse_schema, schemaless_writer  # noqa: E402
 
-from core import config  # noqa: E402
-from ingest.nmon import native_parser  # noqa: E402
-from ingest.nmon.parser import parse_file  # noqa: E402
+from fleetperf import config  # noqa: E402
+from fleetperf.sources.nmon import native_parser  # noqa: E402
+from fleetperf.sources.nmon.parser import parse_file  # noqa: E402
 
 # the child's own peak: VmHWM belongs to its address space, while ru_maxrss survives exec and so
 # reports the (larger) benchmark process that forked it
@@ -102,7 +102,7 @@ def best(run: object, times: int = 3) -> dict[str, float]:
 def to_kafka(paths: list[Path], producer: object) -> dict[str, float]:
     """One `ingest` call over the files, as a user runs it; the producer (connection, registry
     look-ups) is made once per benchmark run, outside the figure."""
-    from ingest.publish import ingest
+    from fleetperf.ingest.publish import ingest
 
     settings = config.load()  # once per command, as the CLI does (0.6 ms: a tenth of a 0.2 MB file)
     t0 = time.process_time()
@@ -118,7 +118,7 @@ def peak_rss_of_ingest(path: Path) -> float:
     """Peak RSS of a fresh process publishing one file to Kafka (parser + producer queue)."""
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from core import config\nfrom ingest.publish import ingest\nfrom datetime import UTC\n"
+        "from fleetperf import config\nfrom fleetperf.ingest.publish import ingest\nfrom datetime import UTC\n"
         f"ingest(config.load(), [{str(path)!r}], UTC, force=True, progress=False)\n"
         f"{_PEAK}"
     )
@@ -129,8 +129,8 @@ def peak_rss_of_ingest(path: Path) -> float:
 def peak_rss_of_parse(path: Path, parser: str) -> float:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from ingest.nmon.parser import parse_file as python\n"
-        "from ingest.nmon.native_parser import parse_file as native\n"
+        "from fleetperf.sources.nmon.parser import parse_file as python\n"
+        "from fleetperf.sources.nmon.native_parser import parse_file as native\n"
         "from pathlib import Path\n"
         f"for _ in {parser}(Path({str(path)!r})): pass\n"
         f"{_PEAK}"
@@ -150,7 +150,7 @@ def main() -> int:
     args = ap.parse_args()
     if not args.kafka:
         return report(args, None)
-    from stack.local import LocalStack
+    from fleetperf.stack.local import LocalStack
     from tests.providers import _env_overrides
 
     with tempfile.TemporaryDirectory(prefix="fleetperf-bench-nmon-") as state:
@@ -158,7 +158,7 @@ def main() -> int:
         stack = LocalStack(config.load())
         stack.start(only=("kafka", "registry"), echo=lambda line: None)
         try:
-            from core.kafka_avro import ensure_topics
+            from fleetperf.kafka_avro import ensure_topics
 
             ensure_topics(config.load())
             return report(args, stack)
@@ -170,7 +170,7 @@ def report(args: argparse.Namespace, stack: object | None) -> int:
     rows = []
     producer = None
     if stack is not None:
-        from core.kafka_avro import AvroProducer
+        from fleetperf.kafka_avro import AvroProducer
 
         producer = AvroProducer(config.load())
     with tempfile.TemporaryDirectory() as tmp:

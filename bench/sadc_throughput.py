@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ingest.sysstat.reader import Record, open_bytes  # noqa: E402
-from ingest.sysstat.records import Options, records_of_bytes  # noqa: E402
-from stack import install  # noqa: E402
+from fleetperf.sources.sysstat.reader import Record, open_bytes  # noqa: E402
+from fleetperf.sources.sysstat.records import Options, records_of_bytes  # noqa: E402
+from fleetperf.stack import install  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "sysstat" / "binary"
 READABLE = ("data-9.1.6", "data-10.3.1", "data-11.6.5", "data-12.0.0", "data-ppc-11.7.2", "data-extra-12.1.7")

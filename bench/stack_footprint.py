@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import config  # noqa: E402
+from fleetperf import config  # noqa: E402
 
 
 def rss_by_group() -> dict[int, int]:

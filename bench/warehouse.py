@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import config  # noqa: E402
-from warehouse.clickhouse import migrate  # noqa: E402
-from warehouse.cookbook import queries  # noqa: E402
+from fleetperf import config  # noqa: E402
+from fleetperf.warehouse.clickhouse import migrate  # noqa: E402
+from fleetperf.warehouse.cookbook import queries  # noqa: E402
 
 DASHBOARD_QUERIES = {
     "drill-down minute chart, last day, 1-min view": "SELECT hostname, minute, max(steal_pct) FROM host_cpu_minute "
@@ -71,8 +71,8 @@ def timed(ch, sql: str, runs: int = 3) -> float:  # noqa: ANN001
 
 
 def sink_rate(records: int) -> tuple[float, int]:
-    from core.kafka_avro import AvroProducer, ensure_topics
-    from warehouse.sink import Sink
+    from fleetperf.kafka_avro import AvroProducer, ensure_topics
+    from fleetperf.warehouse.sink import Sink
 
     settings = config.load()
     ensure_topics(settings)

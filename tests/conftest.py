@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core import config
+from fleetperf import config
 
 CORPUS = Path(os.environ.get("FLEETPERF_CORPUS", config.REPO_ROOT.parent / "shared" / "corpus")).resolve()
 
@@ -40,6 +40,6 @@ def embedded_settings(state: Path, database: str) -> config.Settings:
 
 def table_columns(table: str) -> list[str]:
     """The columns the sink writes to a table (from the Avro schemas, the one definition)."""
-    from warehouse.rows import RowMapper
+    from fleetperf.warehouse.rows import RowMapper
 
     return RowMapper(config.load({})).columns[table]

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
 
-from core.config import Settings
-from ingest.follow import Follower
+from fleetperf.config import Settings
+from fleetperf.ingest.follow import Follower
 
 
 @contextmanager

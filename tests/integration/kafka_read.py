@@ -10,8 +10,8 @@ from confluent_kafka import Consumer
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from core.config import Settings
-from core.kafka_avro import registry_client
+from fleetperf.config import Settings
+from fleetperf.kafka_avro import registry_client
 
 
 def read_all(settings: Settings, topic_key: str, quiet_seconds: float = 3.0) -> list[dict[str, Any]]:

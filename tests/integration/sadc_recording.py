@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from stack import install
+from fleetperf.stack import install
 
 
 def _loopback_traffic(stop: threading.Event) -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, wait_stable
-from core.config import Settings
-from core.kafka_avro import AvroProducer
-from ingest.aggregations import inventory_records
-from ingest.aix.collect import from_file
-from ingest.identity import HostIdentity
+from fleetperf.cli.sql_client import query, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.aggregations import inventory_records
+from fleetperf.ingest.identity import HostIdentity
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.aix.collect import from_file
 
 pytestmark = pytest.mark.integration
 

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import wait_stable
-from core.config import REPO_ROOT, Settings
-from core.kafka_avro import AvroProducer
-from dashboards.spec import CHARTS, DASHBOARDS
-from ingest.aix.collect import from_file
-from ingest.identity import HostIdentity
-from ingest.nmon.simulate import Fault, simulate
-from ingest.perfkit.records import Options, records_of_file
-from ingest.publish import ingest
-from stack.install import browser
+from fleetperf.cli.sql_client import wait_stable
+from fleetperf.config import REPO_ROOT, Settings
+from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+from fleetperf.ingest.identity import HostIdentity
+from fleetperf.ingest.publish import ingest
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.aix.collect import from_file
+from fleetperf.sources.nmon.simulate import Fault, simulate
+from fleetperf.sources.perfkit.records import Options, records_of_file
+from fleetperf.stack.install import browser
 from tests.integration.test_aix_ingest import _etherchannel_capture
 from tests.unit.test_perfkit import DATA
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, wait_stable
-from core.config import Settings
-from ingest.nmon.simulate import Fault, Host, write_fleet
-from ingest.publish import ingest
+from fleetperf.cli.sql_client import query, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.publish import ingest
+from fleetperf.sources.nmon.simulate import Fault, Host, write_fleet
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Settings
-from core.kafka_avro import AvroProducer
-from ingest.nmon.parser import parse_file
-from ingest.nmon.simulate import simulate
-from stack.local import LocalStack
+from fleetperf.config import Settings
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.nmon.parser import parse_file
+from fleetperf.sources.nmon.simulate import simulate
+from fleetperf.stack.local import LocalStack
 from tests.integration.expected import window_metrics
 from tests.integration.kafka_read import read_all
 

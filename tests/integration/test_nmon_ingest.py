@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, wait_stable
-from core.config import Settings
-from ingest.ledger import Ledger
-from ingest.nmon.simulate import simulate
-from ingest.publish import FilePublisher, Summary, ingest
+from fleetperf.cli.sql_client import query, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.ledger import Ledger
+from fleetperf.ingest.publish import FilePublisher, Summary, ingest
+from fleetperf.sources.nmon.simulate import simulate
 from tests.integration.following import following
 from tests.integration.kafka_read import read_all
 
@@ -68,7 +68,7 @@ def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, 
     data = path.read_bytes()
     cut = len(data) * 2 // 3
     # first run dies after two thirds of the file (cut mid-line), after its last checkpoint
-    from core.kafka_avro import AvroProducer
+    from fleetperf.kafka_avro import AvroProducer
 
     crashed = FilePublisher(
         path, UTC, AvroProducer(stack), Ledger(stack.state_dir / "ingest-ledger.sqlite"), Summary(), quiet=True
@@ -95,7 +95,7 @@ def test_an_interrupted_backfill_keeps_the_files_kafka_has_and_resumes_after_the
         tmp_path, hosts=3, start=datetime(2026, 4, 5, 8, 0), duration=timedelta(minutes=5), interval=10, seed=13
     )
     assert len(paths) == 3
-    import ingest.publish as publish
+    import fleetperf.ingest.publish as publish
 
     real = publish._publish_file
     started: list[Path] = []

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from cli.sql_client import query, scalar, wait_stable
-from core.config import Settings
-from dashboards.spec import CHARTS, DASHBOARDS
-from ingest.nmon.simulate import simulate
-from ingest.publish import ingest
+from fleetperf.cli.sql_client import query, scalar, wait_stable
+from fleetperf.config import Settings
+from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+from fleetperf.ingest.publish import ingest
+from fleetperf.sources.nmon.simulate import simulate
 from tests.integration.expected import snapshots, window_metrics
 
 pytestmark = pytest.mark.integration

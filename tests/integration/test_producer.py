@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import Settings
-from core.kafka_avro import AvroProducer
-from ingest.nmon import native_parser
+from fleetperf.config import Settings
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.nmon import native_parser
 
 pytestmark = pytest.mark.integration
 

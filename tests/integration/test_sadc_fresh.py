@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.sysstat.rates import disk_name
-from ingest.sysstat.records import Options, records_of_file
-from stack import install
+from fleetperf.sources.sysstat.rates import disk_name
+from fleetperf.sources.sysstat.records import Options, records_of_file
+from fleetperf.stack import install
 from tests.integration.sadc_recording import record
 
 SAMPLES = 6

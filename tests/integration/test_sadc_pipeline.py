@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, scalar, wait_stable
-from core.config import Settings
-from ingest.publish import ingest
-from ingest.sysstat.records import Options, records_of_file
+from fleetperf.cli.sql_client import query, scalar, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.publish import ingest
+from fleetperf.sources.sysstat.records import Options, records_of_file
 from tests.integration.following import following
 from tests.integration.kafka_read import read_all
 from tests.integration.sadc_recording import record

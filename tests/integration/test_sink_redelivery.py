@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from core import config
-from core.config import Settings
-from ingest.nmon.simulate import simulate
-from ingest.publish import ingest
-from warehouse.clickhouse import migrate
-from warehouse.sink import Sink
+from fleetperf import config
+from fleetperf.config import Settings
+from fleetperf.ingest.publish import ingest
+from fleetperf.sources.nmon.simulate import simulate
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.warehouse.sink import Sink
 
 pytestmark = pytest.mark.integration
 

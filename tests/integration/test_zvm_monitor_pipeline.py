@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, scalar, wait_stable
-from core.config import Settings
-from core.kafka_avro import AvroProducer
-from ingest.perfkit.records import Options as ReportOptions
-from ingest.publish import ingest
-from ingest.zvm import monitor_writer as w
-from ingest.zvm.monitor_live import follow
-from ingest.zvm.monitor_records import Collector, Options
+from fleetperf.cli.sql_client import query, scalar, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.publish import ingest
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.perfkit.records import Options as ReportOptions
+from fleetperf.sources.zvm import monitor_writer as w
+from fleetperf.sources.zvm.monitor_live import follow
+from fleetperf.sources.zvm.monitor_records import Collector, Options
 from tests.unit.test_zvm_monitor import _fcx112_monitor_data
 
 pytestmark = pytest.mark.integration

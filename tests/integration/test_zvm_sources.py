@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.sql_client import query, wait_stable
-from core.config import Settings
-from core.kafka_avro import AvroProducer
-from ingest.perfkit.records import Options, records_of_file
-from ingest.publish import ingest
-from ingest.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
+from fleetperf.cli.sql_client import query, wait_stable
+from fleetperf.config import Settings
+from fleetperf.ingest.publish import ingest
+from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources.perfkit.records import Options, records_of_file
+from fleetperf.sources.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
 from tests.unit.test_perfkit import DATA
 
 pytestmark = pytest.mark.integration

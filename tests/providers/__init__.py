@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core import config
+from fleetperf import config
 
 
 def free_port() -> int:

@@ -12,9 +12,9 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.waiting_utils import wait_for_logs
 from testcontainers.kafka import KafkaContainer
 
-from core import config
-from core.kafka_avro import ensure_topics, register_schemas
-from stack.local import LocalStack
+from fleetperf import config
+from fleetperf.kafka_avro import ensure_topics, register_schemas
+from fleetperf.stack.local import LocalStack
 
 KAFKA_IMAGE = "apache/kafka:4.1.0"
 REGISTRY_IMAGE = "apicurio/apicurio-registry:3.0.9"

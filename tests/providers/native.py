@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from core import config
-from stack.local import LocalStack
+from fleetperf import config
+from fleetperf.stack.local import LocalStack
 
 
 @contextmanager

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest.aggregations import inventory_records, parse_proc_bonding
-from ingest.aix import entstat, hpmstat
-from ingest.aix.errors import CommandOutputError
-from ingest.aix.lacp import hash_skew, lacp_in_sync
-from ingest.aix.slb import slb_metrics
+from fleetperf.ingest.aggregations import inventory_records, parse_proc_bonding
+from fleetperf.sources.aix import entstat, hpmstat
+from fleetperf.sources.aix.errors import CommandOutputError
+from fleetperf.sources.aix.lacp import hash_skew, lacp_in_sync
+from fleetperf.sources.aix.slb import slb_metrics
 from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 
 

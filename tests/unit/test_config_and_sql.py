@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import config
-from warehouse.clickhouse import statements
+from fleetperf import config
+from fleetperf.warehouse.clickhouse import statements
 
 
 def test_environment_overrides_keep_types() -> None:

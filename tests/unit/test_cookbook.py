@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.warehouse.cookbook import queries
+from fleetperf.warehouse.rollups import rebuild
 from tests.conftest import embedded_settings, table_columns
 from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
-from warehouse.clickhouse import migrate
-from warehouse.cookbook import queries
-from warehouse.rollups import rebuild
 
 DM_COLUMNS = table_columns("derived_metrics")
 

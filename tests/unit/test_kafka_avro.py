@@ -6,8 +6,8 @@ import gc
 import os
 import weakref
 
-from core import config
-from core.kafka_avro import AvroProducer
+from fleetperf import config
+from fleetperf.kafka_avro import AvroProducer
 
 
 def _rdkafka_threads() -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core import config
-from ingest.records import Emitted
+from fleetperf import config
+from fleetperf.ingest.records import Emitted
+from fleetperf.warehouse.clickhouse import migrate
 from tests.conftest import embedded_settings, table_columns
-from warehouse.clickhouse import migrate
 
 
 def test_migrations_apply_twice_without_change(embedded_path: Path) -> None:
@@ -65,8 +65,8 @@ def test_retention_does_not_delete_a_backfill_of_old_data(embedded_path: Path) -
 def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
     from datetime import date, time
 
-    from ingest.perfkit.parser import scan_file
-    from ingest.perfkit.records import Options, records_of_scan
+    from fleetperf.sources.perfkit.parser import scan_file
+    from fleetperf.sources.perfkit.records import Options, records_of_scan
     from tests.unit.test_perfkit import DATA
 
     options = Options(system="VMLINUX7", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
@@ -85,7 +85,7 @@ def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
 
 def _loaded(embedded_path: Path, database: str, emitted: list) -> Any:
     """A fresh warehouse database holding the rows the sink would insert for these records."""
-    from warehouse.rows import RowMapper
+    from fleetperf.warehouse.rows import RowMapper
 
     settings = embedded_settings(embedded_path, database)
     ch, _ = migrate(settings)
@@ -102,10 +102,10 @@ def _loaded(embedded_path: Path, database: str, emitted: list) -> Any:
 def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: Path) -> None:
     from datetime import UTC
 
-    from ingest.nmon.parser import parse_file
-    from ingest.sysstat.records import Options, records_of_file
-    from ingest.zvm.monitor_records import Options as MonitorOptions
-    from ingest.zvm.monitor_records import records_of_bytes
+    from fleetperf.sources.nmon.parser import parse_file
+    from fleetperf.sources.sysstat.records import Options, records_of_file
+    from fleetperf.sources.zvm.monitor_records import Options as MonitorOptions
+    from fleetperf.sources.zvm.monitor_records import records_of_bytes
     from tests.unit.test_zvm_monitor import appldata_capture
 
     emitted = list(parse_file(corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon", UTC))
@@ -131,8 +131,8 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
 def test_frame_pool_size_comes_from_the_typed_cpu_samples(embedded_path: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from ingest.nmon.parser import parse_file
-    from ingest.nmon.simulate import simulate
+    from fleetperf.sources.nmon.parser import parse_file
+    from fleetperf.sources.nmon.simulate import simulate
 
     start = datetime.now().replace(second=0, microsecond=0) - timedelta(hours=1)
     files = simulate(tmp_path, 4, start, timedelta(minutes=30), 60, 2)

@@ -15,10 +15,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from core import config
-from ingest.nmon import native_parser
-from ingest.nmon.parser import NmonParser
-from ingest.nmon.parser import parse_file as reference_parse
+from fleetperf import config
+from fleetperf.sources.nmon import native_parser
+from fleetperf.sources.nmon.parser import NmonParser
+from fleetperf.sources.nmon.parser import parse_file as reference_parse
 
 SCHEMAS = {
     key: parse_schema(json.loads(config.load().topic(key).schema_text())) for key in ("nmon_snapshots", "cpu_samples")

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from ingest.nmon.parser import parse_file
+from fleetperf.sources.nmon.parser import parse_file
 
 
 def by_topic(path: Path, **kw) -> dict[str, list[dict]]:
@@ -132,7 +132,7 @@ def test_etherchannel_members_from_lsattr_text(tmp_path: Path) -> None:
 
 
 def test_rows_name_a_shared_entity_or_metric_once(corpus: Path) -> None:
-    from warehouse.rows import nmon_row_values
+    from fleetperf.warehouse.rows import nmon_row_values
 
     snaps = by_topic(corpus / "nmon" / "aix71_aixlpar_nmon2influxdb.nmon")["nmon_snapshots"]
     t2 = next(s for s in snaps if s["origin_snapshot"] == "T0002")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.perfkit.align import align, tokens_of
-from ingest.perfkit.layouts import FCX112, FCX126
-from ingest.perfkit.parser import scan_lines
-from ingest.perfkit.records import Options, records_of_scan
+from fleetperf.sources.perfkit.align import align, tokens_of
+from fleetperf.sources.perfkit.layouts import FCX112, FCX126
+from fleetperf.sources.perfkit.parser import scan_lines
+from fleetperf.sources.perfkit.records import Options, records_of_scan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "perfkit"
 
@@ -237,7 +237,7 @@ def test_unknown_level_and_unknown_report() -> None:
 
 
 def test_monitor_counter_deltas_match_the_toolkit_times() -> None:
-    from ingest.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
+    from fleetperf.sources.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
 
     def units(seconds: float) -> int:
         return round(seconds * 1e6) << 12

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.records import Emitted
-from ingest.sysstat import layouts
-from ingest.sysstat.reader import open_bytes
-from ingest.sysstat.records import Options, Tail, records_of_bytes, records_of_file
+from fleetperf.ingest.records import Emitted
+from fleetperf.sources.sysstat import layouts
+from fleetperf.sources.sysstat.reader import open_bytes
+from fleetperf.sources.sysstat.records import Options, Tail, records_of_bytes, records_of_file
 from tests import sar_text
 
 # file -> (expected sar output, reader options)
@@ -149,7 +149,7 @@ def test_cpu_sample_for_the_flink_job_and_steal_trust_mark(corpus: Path) -> None
     assert format(cpu[0]["user_pct"], ".2f") == "0.37" and format(cpu[0]["idle_pct"], ".2f") == "99.00"
     assert cpu[0]["steal_pct"] == 0.0 and cpu[0]["cpus"] == 8 and cpu[0]["interval_s"] == 1.0
     assert all(e.record["steal_trusted"] for e in emitted if e.topic_key == "sysstat_samples")
-    from ingest.sysstat.records import steal_trusted
+    from fleetperf.sources.sysstat.records import steal_trusted
 
     assert not steal_trusted("6.0.2") and steal_trusted("7.0.0") and steal_trusted("12.6.1")
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core import config
-from ingest.zvm import monitor_layouts as lay
-from ingest.zvm import monitor_writer as w
-from ingest.zvm.monitor import (
+from fleetperf import config
+from fleetperf.sources.zvm import monitor_layouts as lay
+from fleetperf.sources.zvm import monitor_writer as w
+from fleetperf.sources.zvm.monitor import (
     Damage,
     MonreaderStream,
     MonRecord,
@@ -19,7 +19,7 @@ from ingest.zvm.monitor import (
     tod_to_unix_us,
     unix_us_to_tod,
 )
-from ingest.zvm.monitor_records import Options, records_of_bytes
+from fleetperf.sources.zvm.monitor_records import Options, records_of_bytes
 
 T0 = datetime(2011, 9, 12, 10, 0, tzinfo=UTC)
 

@@ -1,1 +1,0 @@
-"""Pieces every part of fleetperf shares: settings, schemas, Kafka/registry plumbing."""

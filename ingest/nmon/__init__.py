@@ -1,5 +1,0 @@
-"""nmon collector (AIX topas_nmon and Linux nmon files)."""
-
-from ingest.nmon.parser import NmonParser, parse_file
-
-__all__ = ["NmonParser", "parse_file"]

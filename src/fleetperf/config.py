@@ -1,0 +1,121 @@
+"""Settings: config/fleetperf.toml, overridden by FLEETPERF__SECTION__KEY environment variables."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_ROOT.parent.parent
+DEFAULTS_FILE = REPO_ROOT / "config" / "fleetperf.toml"
+SCHEMA_DIR = REPO_ROOT / "schemas"
+SQL_DIR = REPO_ROOT / "sql"
+ENV_PREFIX = "FLEETPERF__"
+
+
+def _coerce(old: Any, text: str) -> Any:
+    if isinstance(old, bool):
+        return text.lower() in ("1", "true", "yes", "on")
+    if isinstance(old, int):
+        return int(text)
+    if isinstance(old, float):
+        return float(text)
+    return text
+
+
+def _apply_env(data: dict[str, Any], environ: dict[str, str]) -> None:
+    for key, text in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        path = key[len(ENV_PREFIX) :].lower().split("__")
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = _coerce(node.get(path[-1], ""), text)
+
+
+@dataclass(frozen=True)
+class Topic:
+    key: str
+    name: str
+    schema_file: str
+    table: str
+
+    @property
+    def subject(self) -> str:
+        return f"{self.name}-value"
+
+    @property
+    def schema_path(self) -> Path:
+        return SCHEMA_DIR / self.schema_file
+
+    def schema_text(self) -> str:
+        return self.schema_path.read_text()
+
+
+class Settings:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.raw = data
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.raw[section]
+
+    @cached_property
+    def state_dir(self) -> Path:
+        return _resolve(self.raw["state"]["dir"])
+
+    @cached_property
+    def cache_dir(self) -> Path:
+        return _resolve(self.raw["cache"]["dir"])
+
+    @property
+    def flag_rules(self) -> Path:
+        return _resolve(self.raw["flink"]["flag_rules"])
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self['kafka']['host']}:{self['kafka']['port']}"
+
+    @property
+    def registry_url(self) -> str:
+        return f"http://{self['registry']['host']}:{self['registry']['port']}/apis/ccompat/v7"
+
+    @property
+    def superset_url(self) -> str:
+        return f"http://{self['superset']['host']}:{self['superset']['port']}"
+
+    @property
+    def query_url(self) -> str:
+        return f"http://{self['warehouse']['host']}:{self['warehouse']['query_port']}"
+
+    @property
+    def embedded_clickhouse(self) -> bool:
+        return self["clickhouse"]["url"] == "chdb"
+
+    @property
+    def chdb_path(self) -> Path:
+        return self.state_dir / "chdb"
+
+    @cached_property
+    def topics(self) -> dict[str, Topic]:
+        return {
+            key: Topic(key, spec["name"], spec["schema"], spec["table"]) for key, spec in self.raw["topics"].items()
+        }
+
+    def topic(self, key: str) -> Topic:
+        return self.topics[key]
+
+
+def _resolve(text: str) -> Path:
+    path = Path(os.path.expanduser(text))
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+def load(environ: dict[str, str] | None = None) -> Settings:
+    data = tomllib.loads(DEFAULTS_FILE.read_text())
+    _apply_env(data, dict(os.environ if environ is None else environ))
+    return Settings(data)

@@ -1,0 +1,226 @@
+"""The nmon parser with its per-line work in native code (sources/nmon/native/, Rust).
+
+Same records as `NmonParser`, byte for byte once Avro-encoded (tests/unit/test_nmon_native.py),
+several times faster: the scanner turns data lines into encoded rows; every other line comes
+back here to `NmonParser.control` (configuration text, AAA/BBB*, in one call per run of such lines
+to its `HostConfigBuilder`), so headers, times and host configuration are decided by one piece of
+code. The records of a snapshot (nmon_snapshots, cpu_samples) leave the scanner
+already encoded (`Emitted.encoded`, `Emitted.record` then empty), written field by field after
+plans compiled below from the topics' .avsc files; a schema the plans cannot express makes
+`available()` false and the collector uses the Python parser. Host configuration and dead
+letters stay dicts.
+
+Fed chunks of any size rather than lines: line splitting is part of what the scanner saves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, tzinfo
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fleetperf import config
+from fleetperf.ingest.records import Emitted, dead_letter
+from fleetperf.sources.nmon import layout
+from fleetperf.sources.nmon.parser import SOURCE, LineError, NmonParser, open_binary
+
+try:
+    import fleetperf_nmon_scan as _native
+except ImportError:  # built by ./fleetperf from sources/nmon/native; absent without a Rust toolchain
+    _native = None
+
+CHUNK = 1 << 20
+_SLOTS = {name: i for i, name in enumerate(layout.CPU_SAMPLE_FIELDS)}
+
+
+# what a record field can come from, besides the snapshot's own time, tag, rows and cpu slots
+_CONTEXT_STR = ("host_id", "hostname", "source", "origin_file")
+_CONTEXT_DOUBLE = ("interval_s",)
+# the NmonRow the scanner writes: (name, type) of each field, in order
+_ROW_FIELDS = [
+    ("section", "string"),
+    ("entities", {"type": "array", "items": "string"}),
+    ("metrics", {"type": "array", "items": "string"}),
+    ("values", {"type": "array", "items": ["null", "double"]}),
+    ("labels", {"type": "map", "values": "string"}),
+]
+
+
+class UnsupportedSchemaError(ValueError):
+    pass
+
+
+def available() -> bool:
+    """The scanner is built and can write the current schemas; FLEETPERF_NMON_PARSER=python turns
+    it off (to compare, or to rule it out)."""
+    if os.environ.get("FLEETPERF_NMON_PARSER") == "python":
+        return False
+    if _native is None or len(layout.CPU_SAMPLE_FIELDS) > _native.CPU_SLOTS:
+        return False
+    try:
+        _plans()
+    except UnsupportedSchemaError:
+        return False
+    return True
+
+
+@cache
+def _plans() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    settings = config.load()
+    return tuple(_plan(json.loads(settings.topic(key).schema_text())) for key in ("nmon_snapshots", "cpu_samples"))
+
+
+def _plan(schema: dict[str, Any]) -> list[tuple[str, int]]:
+    """The scanner's recipe for a record: (kind, index) per field, in the schema's order."""
+    plan = []
+    for f in schema["fields"]:
+        name, kind = f["name"], f["type"]
+        base = kind.get("type") if isinstance(kind, dict) else kind
+        if name in _CONTEXT_STR and kind == "string":
+            plan.append(("context_str", _CONTEXT_STR.index(name)))
+        elif name in _CONTEXT_DOUBLE and kind == "double":
+            plan.append(("context_double", _CONTEXT_DOUBLE.index(name)))
+        elif name == "ts" and base == "long":
+            plan.append(("ts", 0))
+        elif name == "origin_snapshot" and kind == "string":
+            plan.append(("tag", 0))
+        elif (
+            name == "rows"
+            and base == "array"
+            and [(r["name"], r["type"]) for r in kind["items"]["fields"]] == _ROW_FIELDS
+        ):
+            plan.append(("rows", 0))
+        elif name in _SLOTS and kind == ["null", "double"]:
+            plan.append(("cpu_double", _SLOTS[name]))
+        elif name in _SLOTS and kind == ["null", "int"]:
+            plan.append(("cpu_int", _SLOTS[name]))
+        else:
+            raise UnsupportedSchemaError(f"{schema['name']}.{name}: {kind} is not a field the native scanner writes")
+    return plan
+
+
+class NativeNmonParser:
+    """Feed it chunks of one nmon file; it yields Emitted records as snapshots complete."""
+
+    def __init__(self, file_name: str, tz: tzinfo = UTC) -> None:
+        if _native is None:
+            raise RuntimeError("the native nmon scanner is not built (see sources/nmon/README.md)")
+        self.lines = NmonParser(file_name, tz)  # headers, times, host configuration
+        self.scanner = _native.Scanner(self, *_plans())
+        self.file_name = file_name
+        self.errors = 0
+        self.snapshots_emitted = 0
+        self.values_emitted = 0
+        self._pending_config: Emitted | None = None
+        self._key = self.lines.host_id
+
+    @property
+    def host_id(self) -> str:
+        return self.lines.host_id
+
+    @property
+    def consumed(self) -> int:
+        """Bytes of complete lines handed to the scanner so far."""
+        return self.scanner.consumed
+
+    @property
+    def last_line_offset(self) -> int:
+        return self.scanner.last_line_offset
+
+    def feed(self, chunk: bytes) -> Iterator[Emitted]:
+        for event in self.scanner.feed(chunk):
+            yield from self._event(event)
+
+    def finish(self) -> Iterator[Emitted]:
+        for event in self.scanner.finish(self._context()):
+            yield from self._event(event)
+        if not self.lines.config_emitted and self.lines.first_ts is not None:
+            yield self.lines.config_record()
+
+    # called by the scanner for every line that is not data of a known section
+    def scan_control(self, tag: bytes, rest: bytes, line: bytes, line_no: int) -> tuple[object, ...] | None:
+        try:
+            result = self.lines.control(tag, rest, line)
+        except LineError as exc:
+            return ("error", str(exc))
+        if result is None:
+            # AAA lines decide identity and interval: the scanner writes them into every record
+            return ("context", self._context()) if tag == b"AAA" else None
+        if isinstance(result, layout.Header):
+            return ("header", _spec(result))
+        snap_tag, ts = result
+        if self.lines.first_ts is None:
+            self.lines.first_ts = ts
+        first = not self.lines.config_emitted
+        if first:
+            self._pending_config = self.lines.config_record()
+        return ("zzzz", snap_tag, int(ts.timestamp() * 1000), first, self._context())
+
+    # called by the scanner with the AAA/BBB* lines it collected since its last call to Python
+    def scan_config(self, lines: list[tuple[bytes, bytes]]) -> tuple[list[str], list[float]] | None:
+        # AAA lines decide identity and interval: the scanner writes them into every record
+        return self._context() if self.lines.config.add_lines(lines) else None
+
+    # called by the scanner once per day of ZZZZ times it reads itself
+    def scan_day_start(self, year: int, month: int, day: int) -> int | None:
+        """Midnight in epoch ms, if the zone's UTC offset is the same all day (then a ZZZZ time is
+        midnight + clock, as NmonParser computes it); None sends that day's ZZZZ lines to Python."""
+        tz = self.lines.tz
+        hours = (0, 6, 12, 18, 23)
+        offsets = {datetime(year, month, day, h, 59 if h == 23 else 0, tzinfo=tz).utcoffset() for h in hours}
+        if len(offsets) != 1:
+            return None
+        return int(datetime(year, month, day, tzinfo=tz).timestamp() * 1000)
+
+    def _context(self) -> tuple[list[str], list[float]]:
+        """What the scanner writes into every record; asked whenever AAA lines may have changed it."""
+        lines = self.lines
+        self._key = lines.host_id  # the records' Kafka key, kept with the host_id they carry
+        return [self._key, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
+
+    def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
+        kind = event[0]
+        if kind == "snapshot":
+            _, number, values, snapshot, cpu = event
+            self.snapshots_emitted += 1
+            self.values_emitted += values
+            key = self._key
+            if cpu is not None:
+                yield Emitted("cpu_samples", {}, key=key, snapshot=number, encoded=cpu)
+            yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)
+        elif kind == "dead":
+            _, line_no, offset, error, raw = event
+            self.errors += 1
+            yield dead_letter(SOURCE, self.file_name, line_no, offset, error, raw)
+        elif kind == "config":
+            assert self._pending_config is not None
+            yield self._pending_config
+            self._pending_config = None
+
+
+def _spec(header: layout.Header) -> tuple[object, ...]:
+    return (
+        header.section,
+        header.columns,
+        header.numeric,
+        header.text,
+        header.entities,
+        header.metrics,
+        header.strict,
+        header.top,
+        list(header.entity_from_labels),
+        [(_SLOTS[name], pos) for name, pos in header.cpu_fields],
+    )
+
+
+def parse_file(path: Path, tz: tzinfo = UTC) -> Iterator[Emitted]:
+    """Every record of one nmon file (plain or gzip) through the native scanner, in file order."""
+    parser = NativeNmonParser(str(path), tz)
+    with open_binary(path) as handle:
+        while chunk := handle.read(CHUNK):
+            yield from parser.feed(chunk)
+    yield from parser.finish()

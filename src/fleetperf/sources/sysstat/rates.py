@@ -1,0 +1,337 @@
+"""Raw counters of two consecutive records -> the figures sar prints, computed as sar computes them.
+
+Names are those of `sadf -j` (cpu-load-all, memory, swap-pages, paging, queue, network net-dev /
+net-edev), so a value can be checked against sysstat's own output. Percentages and rates are
+doubles: sar prints them with "%.2f", i.e. Python's format(x, ".2f") of the same double.
+Rates use the interval between the records' uptimes (1/100 s), like sar; CPU percentages use each
+CPU's own jiffies in the interval (get_per_cpu_interval), like sar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fleetperf.sources.sysstat import layouts as lay
+
+# The sar whose figures we reproduce. Its definitions change now and then (12.7 redefined memused);
+# `figures(..., sar=(12, 6))` gives an older sar's, e.g. to compare with a distribution's sadf.
+SAR_VERSION = (12, 7)
+
+Values = dict[str, float]
+Item = tuple[str, Values]  # (item name: "all", "0", "eth0", "" for one-item activities), values
+
+
+def sp_value(m: int, n: int, p: int) -> float:
+    """SP_VALUE: (n - m) / p * 100 in double."""
+    return float(n - m) / p * 100
+
+
+def _ll_sp_value(v1: int, v2: int, itv: int) -> float:
+    if v2 < v1:
+        # an unsigned long counter that wrapped at 32 bits; any other decrease shows as 0
+        return float((v2 - v1) & 0xFFFFFFFF) / itv * 100 if v1 <= 0xFFFFFFFF else 0.0
+    return sp_value(v1, v2, itv)
+
+
+_CPU_SUM = ("user", "nice", "sys", "iowait", "idle", "steal", "hardirq", "softirq")
+
+
+def _cpu_prev(scc: dict, scp: dict) -> dict:
+    # a CPU back online restarts idle and iowait from 0 while the others keep their value
+    scp = dict(scp)
+    for name in ("idle", "iowait"):
+        if scc.get(name, 0) < scp.get(name, 0):
+            scp[name] = 0
+    return scp
+
+
+def _cpu_interval(scc: dict, scp: dict) -> int:
+    g = scc.get
+    h = scp.get
+    ishift = 0
+    if g("user", 0) - g("guest", 0) < h("user", 0) - h("guest", 0):
+        ishift += (h("user", 0) - h("guest", 0)) - (g("user", 0) - g("guest", 0))
+    if g("nice", 0) - g("guest_nice", 0) < h("nice", 0) - h("guest_nice", 0):
+        ishift += (h("nice", 0) - h("guest_nice", 0)) - (g("nice", 0) - g("guest_nice", 0))
+    return sum(g(f, 0) for f in _CPU_SUM) - sum(h(f, 0) for f in _CPU_SUM) + ishift
+
+
+def _cpu_values(scc: dict, scp: dict, dt: int) -> Values:
+    if dt == 0:  # tickless CPU
+        return {k: 0.0 for k in _CPU_OUT[:-1]} | {"idle": 100.0}
+    g, h = scc.get, scp.get
+    ucur, uprev = g("user", 0) - g("guest", 0), h("user", 0) - h("guest", 0)
+    ncur, nprev = g("nice", 0) - g("guest_nice", 0), h("nice", 0) - h("guest_nice", 0)
+    return {
+        "usr": 0.0 if ucur < uprev else _ll_sp_value(uprev, ucur, dt),
+        "nice": 0.0 if ncur < nprev else _ll_sp_value(nprev, ncur, dt),
+        "sys": _ll_sp_value(h("sys", 0), g("sys", 0), dt),
+        "iowait": _ll_sp_value(h("iowait", 0), g("iowait", 0), dt),
+        "steal": _ll_sp_value(h("steal", 0), g("steal", 0), dt),
+        "irq": _ll_sp_value(h("hardirq", 0), g("hardirq", 0), dt),
+        "soft": _ll_sp_value(h("softirq", 0), g("softirq", 0), dt),
+        "guest": _ll_sp_value(h("guest", 0), g("guest", 0), dt),
+        "gnice": _ll_sp_value(h("guest_nice", 0), g("guest_nice", 0), dt),
+        "idle": 0.0 if g("idle", 0) < h("idle", 0) else _ll_sp_value(h("idle", 0), g("idle", 0), dt),
+    }
+
+
+def _total(s: dict) -> int:
+    return sum(s.get(f, 0) for f in _CPU_SUM)
+
+
+def cpu(cur: list[dict], prev: list[dict]) -> Iterator[Item]:
+    """cpu-load-all for "all" and every online CPU. As sar does, "all" is the sum of the online
+    CPUs (an offline CPU, all counters 0, is left out; one back online counts from 0)."""
+    per_cpu: list[tuple[str, dict, dict]] = []
+    for i in range(1, min(len(cur), len(prev))):
+        scc, scp = cur[i], prev[i]
+        if not _total(scc):
+            continue
+        if _total(scp) > _total(scc):
+            scp = {}
+        per_cpu.append((str(i - 1), scc, _cpu_prev(scc, scp)))
+    if per_cpu:
+        all_c = {f: sum(c.get(f, 0) for _, c, _ in per_cpu) for f in CPU_COUNTERS}
+        all_p = {f: sum(p.get(f, 0) for _, _, p in per_cpu) for f in CPU_COUNTERS}
+        yield "all", _cpu_values(all_c, all_p, sum(_cpu_interval(c, p) for _, c, p in per_cpu))
+    elif cur and prev:  # a file with "all" only
+        scp = _cpu_prev(cur[0], prev[0])
+        yield "all", _cpu_values(cur[0], scp, _cpu_interval(cur[0], scp))
+    for name, scc, scp in per_cpu:
+        yield name, _cpu_values(scc, scp, _cpu_interval(scc, scp))
+
+
+CPU_COUNTERS = lay.CPU_FIELDS
+_CPU_OUT = ("usr", "nice", "sys", "iowait", "steal", "irq", "soft", "guest", "gnice", "idle")
+
+
+def cpu_line(v: Values) -> dict[str, float]:
+    """cpu-load-all figures as a cpu_sample's percentages, like sar -u: guest time is inside user,
+    irq and softirq count as system."""
+    return {
+        "user_pct": v["usr"] + v["nice"] + v["guest"] + v["gnice"],
+        "sys_pct": v["sys"] + v["irq"] + v["soft"],
+        "wait_pct": v["iowait"],
+        "idle_pct": v["idle"],
+        "steal_pct": v["steal"],
+    }
+
+
+def memory(cur: list[dict], sar: tuple[int, int] = SAR_VERSION) -> Iterator[Item]:
+    m = cur[0]
+    g = m.get
+    tlm, tls = g("tlmkb", 0), g("tlskb", 0)
+    # files older than MemAvailable (sysstat < 11.x) count free memory as available, as sar does
+    avail = g("availablekb", g("frmkb", 0))
+    if sar >= (12, 7):
+        nousedmem = avail  # sar 12.7 on: used = total - available
+    else:  # sar up to 12.6: used = total - free - buffers - cached - slab
+        nousedmem = min(g("frmkb", 0) + g("bufkb", 0) + g("camkb", 0) + g("slabkb", 0), tlm)
+    values: Values = {
+        "memfree": g("frmkb", 0),
+        "avail": avail,
+        "memused": tlm - nousedmem,
+        "memused-percent": sp_value(nousedmem, tlm, tlm) if tlm else 0.0,
+        "buffers": g("bufkb", 0),
+        "cached": g("camkb", 0),
+        "commit": g("comkb", 0),
+        "commit-percent": sp_value(0, g("comkb", 0), tlm + tls) if tlm + tls else 0.0,
+        "active": g("activekb", 0),
+        "inactive": g("inactkb", 0),
+        "dirty": g("dirtykb", 0),
+    }
+    for raw, name in (("anonpgkb", "anonpg"), ("slabkb", "slab"), ("kstackkb", "kstack"), ("pgtblkb", "pgtbl"),
+                      ("vmusedkb", "vmused"), ("shmemkb", "shmem")):  # fmt: skip
+        if raw in m:
+            values[name] = m[raw]
+    used = tls - g("frskb", 0)
+    values |= {
+        "swpfree": g("frskb", 0),
+        "swpused": used,
+        "swpused-percent": sp_value(g("frskb", 0), tls, tls) if tls else 0.0,
+        "swpcad": g("caskb", 0),
+        "swpcad-percent": sp_value(0, g("caskb", 0), used) if used else 0.0,
+    }
+    yield "", values
+
+
+def _rates(cur: dict, prev: dict, names: dict[str, str], itv: int) -> Values:
+    return {out: sp_value(prev.get(raw, 0), cur.get(raw, 0), itv) for raw, out in names.items() if raw in cur}
+
+
+_PCSW = {"processes": "proc", "context_switch": "cswch"}
+_SWAP = {"pswpin": "pswpin", "pswpout": "pswpout"}
+_PAGE = {
+    "pgpgin": "pgpgin", "pgpgout": "pgpgout", "pgfault": "fault", "pgmajfault": "majflt", "pgfree": "pgfree",
+    "pgscan_kswapd": "pgscank", "pgscan_direct": "pgscand", "pgsteal": "pgsteal",
+}  # fmt: skip
+_EDEV = {
+    "rx_errors": "rxerr", "tx_errors": "txerr", "collisions": "coll", "rx_dropped": "rxdrop",
+    "tx_dropped": "txdrop", "tx_carrier_errors": "txcarr", "rx_frame_errors": "rxfram",
+    "rx_fifo_errors": "rxfifo", "tx_fifo_errors": "txfifo",
+}  # fmt: skip
+
+
+def single(names: dict[str, str]):  # noqa: ANN201 - returns a rate function
+    def rates(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+        yield "", _rates(cur[0], prev[0], names, itv)
+
+    return rates
+
+
+def paging(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    values = _rates(cur[0], prev[0], _PAGE, itv)
+    scan = values.get("pgscank", 0.0) + values.get("pgscand", 0.0)
+    values["vmeff-percent"] = values.get("pgsteal", 0.0) / scan * 100 if scan else 0.0
+    yield "", values
+
+
+def queue(cur: list[dict]) -> Iterator[Item]:
+    q = cur[0]
+    values: Values = {
+        "runq-sz": q.get("nr_running", 0),
+        "plist-sz": q.get("nr_threads", 0),
+        "ldavg-1": q.get("load_avg_1", 0) / 100,
+        "ldavg-5": q.get("load_avg_5", 0) / 100,
+        "ldavg-15": q.get("load_avg_15", 0) / 100,
+    }
+    if "procs_blocked" in q:
+        values["blocked"] = q["procs_blocked"]
+    yield "", values
+
+
+def _by_interface(items: list[dict]) -> dict[str, dict]:
+    return {it["interface"]: it for it in items if it.get("interface")}
+
+
+def _previous(cur: dict, prev: dict | None, counters: tuple[str, ...]) -> dict:
+    # an interface new since the last sample, or registered again (counters restarted), counts from 0
+    if prev is None or any(cur.get(c, 0) < prev.get(c, 0) for c in counters):
+        return {}
+    return prev
+
+
+def net_dev(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    before = _by_interface(prev)
+    for name, c in _by_interface(cur).items():
+        p = _previous(c, before.get(name), ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes"))
+        rx = sp_value(p.get("rx_bytes", 0), c["rx_bytes"], itv)
+        tx = sp_value(p.get("tx_bytes", 0), c["tx_bytes"], itv)
+        values: Values = {
+            "rxpck": sp_value(p.get("rx_packets", 0), c["rx_packets"], itv),
+            "txpck": sp_value(p.get("tx_packets", 0), c["tx_packets"], itv),
+            "rxkB": rx / 1024,
+            "txkB": tx / 1024,
+            "rxcmp": sp_value(p.get("rx_compressed", 0), c["rx_compressed"], itv),
+            "txcmp": sp_value(p.get("tx_compressed", 0), c["tx_compressed"], itv),
+            "rxmcst": sp_value(p.get("multicast", 0), c["multicast"], itv),
+            "rx_bytes": float(c["rx_bytes"]),
+            "tx_bytes": float(c["tx_bytes"]),
+            "rx_packets": float(c["rx_packets"]),
+            "tx_packets": float(c["tx_packets"]),
+        }
+        speed = c.get("speed", 0)
+        if "speed" in c:
+            values["speed"] = speed
+            bps = speed * 1000000
+            if not speed:
+                values["ifutil-percent"] = 0.0
+            elif c.get("duplex") == 2:  # full duplex
+                values["ifutil-percent"] = max(rx, tx) * 800 / bps
+            else:
+                values["ifutil-percent"] = (rx + tx) * 800 / bps
+        yield name, values
+
+
+def net_edev(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    before = _by_interface(prev)
+    for name, c in _by_interface(cur).items():
+        p = _previous(c, before.get(name), tuple(_EDEV))
+        yield name, _rates(c, p, _EDEV, itv)
+
+
+# sysstat.ioconf's fixed majors of SCSI disks: 16 disks per major, 16 minors (disk + 15 partitions) each
+_SD_MAJORS = {8: 0, **{65 + i: 1 + i for i in range(7)}, **{128 + i: 8 + i for i in range(8)}}
+
+
+def _letters(n: int) -> str:
+    out = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def disk_name(major: int, minor: int) -> str:
+    """What sar prints for a block device (its ioconf names; others as devM-N, as sar without -p)."""
+    group = _SD_MAJORS.get(major)
+    if group is not None:
+        part = minor % 16
+        return f"sd{_letters(group * 16 + minor // 16)}{part or ''}"
+    return f"dev{major}-{minor}"
+
+
+def disk(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    before = {(d["major"], d["minor"]): d for d in prev if d.get("major")}
+    for c in cur:
+        if not c.get("major"):
+            continue  # a preallocated, unused entry
+        p = before.get((c["major"], c["minor"]))
+        if p is None or c.get("nr_ios", 0) < p.get("nr_ios", 0):
+            p = {}  # a device new since the last sample, or registered again: counts from 0
+        g, h = c.get, p.get
+        ios = g("nr_ios", 0) - h("nr_ios", 0)
+        sectors = sum(g(f, 0) - h(f, 0) for f in ("rd_sect", "wr_sect", "dc_sect"))
+        ticks = sum(g(f, 0) - h(f, 0) for f in ("rd_ticks", "wr_ticks", "dc_ticks"))
+        yield (
+            disk_name(c["major"], c["minor"]),
+            {
+                "tps": sp_value(h("nr_ios", 0), g("nr_ios", 0), itv),
+                "rkB": sp_value(h("rd_sect", 0), g("rd_sect", 0), itv) / 2,
+                "wkB": sp_value(h("wr_sect", 0), g("wr_sect", 0), itv) / 2,
+                "dkB": sp_value(h("dc_sect", 0), g("dc_sect", 0), itv) / 2,
+                "areq-sz": sectors / ios / 2 if ios else 0.0,
+                "aqu-sz": sp_value(h("rq_ticks", 0), g("rq_ticks", 0), itv) / 1000,
+                "await": ticks / ios if ios else 0.0,
+                "util-percent": sp_value(h("tot_ticks", 0), g("tot_ticks", 0), itv) / 10,
+            },
+        )
+
+
+# activity id -> (sadf -j section name, function, kind): "rate" functions take (cur, prev, itv),
+# "cpu" (cur, prev), "level" (cur)
+COMPUTE = {
+    lay.A_CPU: ("cpu-load-all", cpu, "cpu"),
+    lay.A_PCSW: ("process-and-context-switch", single(_PCSW), "rate"),
+    lay.A_SWAP: ("swap-pages", single(_SWAP), "rate"),
+    lay.A_PAGE: ("paging", paging, "rate"),
+    lay.A_MEMORY: ("memory", memory, "level"),
+    lay.A_QUEUE: ("queue", queue, "level"),
+    lay.A_DISK: ("disk", disk, "rate"),
+    lay.A_NET_DEV: ("net-dev", net_dev, "rate"),
+    lay.A_NET_EDEV: ("net-edev", net_edev, "rate"),
+}
+
+
+def figures(
+    cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int, sar: tuple[int, int] = SAR_VERSION
+) -> Iterator[tuple[str, str, Values]]:
+    """(section, item, values) for every known activity present in both records."""
+    for aid, (section, fn, kind) in COMPUTE.items():
+        c, p = cur.get(aid), prev.get(aid)
+        if not c or p is None:
+            continue
+        if kind == "cpu":
+            items = fn(c, p)
+        elif kind == "rate":
+            if not p:
+                continue
+            items = fn(c, p, itv)
+        elif aid == lay.A_MEMORY:
+            items = fn(c, sar)
+        else:
+            items = fn(c)
+        for item, values in items:
+            yield section, item, {k: float(v) for k, v in values.items()}

@@ -1,0 +1,440 @@
+"""sysstat binary data files (saDD) -> file header and records of raw counters.
+
+Driven by the tables in `layouts.py`. Reads every supported format in either byte order and with
+4- or 8-byte longs. Damage never raises past `read`: it becomes a `Problem` naming the byte offset,
+every record before it is kept, and the reader looks for the next plausible record header after it.
+"""
+
+from __future__ import annotations
+
+import copy
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetperf.sources.sysstat import layouts as lay
+
+Counters = dict[str, Any]
+
+
+class FormatError(ValueError):
+    """The file cannot be read at all (not a sysstat file, refused format, corrupt header)."""
+
+    def __init__(self, offset: int, message: str, truncated: bool = False) -> None:
+        super().__init__(f"offset {offset}: {message}")
+        self.offset = offset
+        self.message = message
+        self.truncated = truncated  # the bytes end too early (a file still being written, or cut)
+
+
+@dataclass(frozen=True)
+class Activity:
+    id: int
+    magic: int
+    nr: int
+    nr2: int
+    has_nr: bool
+    size: int
+    types: tuple[int, int, int] | None  # 0x2175 only
+    decoder: _Decoder | None  # None: unknown activity or format, skipped by its size
+
+    @property
+    def name(self) -> str:
+        return lay.ACTIVITY_NAMES.get(self.id, f"activity_{self.id}")
+
+
+@dataclass
+class FileHeader:
+    format_magic: int
+    version: str
+    byte_order: str  # "little" | "big"
+    sizeof_long: int
+    hz: int | None  # jiffies per second; not recorded before 0x2175
+    ust_time: int
+    cpu_nr: int  # "all" + CPUs
+    sysname: str
+    nodename: str
+    release: str
+    machine: str
+    upgraded: int
+    activities: list[Activity]
+    data_offset: int  # first record header
+
+    @property
+    def cpu_count(self) -> int:
+        return max(self.cpu_nr - 1, 1)
+
+
+@dataclass
+class Record:
+    kind: str  # "stats" | "restart" | "comment" | "extra"
+    offset: int
+    end: int
+    uptime_cs: int  # machine uptime in 1/100 s (0x2175) or derived from jiffies (old formats)
+    ust_time: int  # seconds since the epoch, UTC
+    cpu_nr: int | None = None  # restart: new "all" + CPUs
+    comment: str | None = None
+    stats: dict[int, list[Counters]] = field(default_factory=dict)  # activity id -> items
+
+
+@dataclass(frozen=True)
+class Problem:
+    offset: int
+    message: str
+    resumed_at: int | None = None  # where reading went on, None if it could not
+    raw: str = ""  # hex of the bytes at the offset, for the dead letter
+
+
+class _Decoder:
+    """Unpacks one item of an activity with a single precompiled struct."""
+
+    def __init__(self, fmt: str, names: list[str], chars: list[str]) -> None:
+        self.struct = struct.Struct(fmt)
+        self.names = names  # one per numeric value, in unpack order
+        self.chars = chars  # names of the trailing char arrays, in unpack order
+
+    def decode(self, buf: bytes | memoryview, offset: int) -> Counters:
+        values = self.struct.unpack_from(buf, offset)
+        n = len(self.names)
+        item: Counters = dict(zip(self.names, values[:n], strict=True))
+        for name, raw in zip(self.chars, values[n:], strict=True):
+            item[name] = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
+        return item
+
+
+def _grouped_decoder(layout: lay.Grouped, types: tuple[int, int, int], size: int, e: str, sl: int) -> _Decoder | None:
+    ull, ul, u = types
+    lf = "Q" if sl == 8 else "I"
+    fmt, names = [e], []
+    for count, known, code, width in ((ull, layout.ull, "Q", 8), (ul, layout.ul, lf, sl), (u, layout.u, "I", 4)):
+        take = min(count, len(known))
+        fmt.append(code * take)
+        names.extend(known[:take])
+        if count > take:
+            fmt.append(f"{(count - take) * width}x")
+    used = ull * 8 + ul * sl + u * 4
+    chars = []
+    for name, length in layout.chars:
+        if used + length <= size:
+            fmt.append(f"{length}s")
+            chars.append(name)
+            used += length
+    if used > size:
+        return None
+    return _Decoder("".join(fmt), names, chars)
+
+
+def _aligned_decoder(fields: tuple[lay.Field, ...], size: int, e: str, sl: int) -> _Decoder | None:
+    fmt, names, chars, pos = [e], [], [], 0
+    for f, offset, width in lay.aligned_offsets(fields, sl):
+        if offset + width > size:
+            break
+        if offset > pos:
+            fmt.append(f"{offset - pos}x")
+        if f.ctype == lay.CHAR:
+            fmt.append(f"{f.length}s")
+            chars.append(f.name)
+        else:
+            fmt.append({lay.ULL: "Q", lay.U: "I", lay.UL: "Q" if sl == 8 else "I"}[f.ctype])
+            names.append(f.name)
+        pos = offset + width
+    if not names:
+        return None
+    return _Decoder("".join(fmt), names, chars)
+
+
+def _cstr(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+class SaFile:
+    """One sysstat data file held in memory (a day of 10-minute samples is tens of kB)."""
+
+    def __init__(self, data: bytes, path: str = "", hz: int | None = None) -> None:
+        self.data = data
+        self.path = path
+        # jiffies per second of the host of an old file (not recorded before 0x2175); sadf -c assumes 100
+        self.hz_for_old = hz or 100
+        little = len(data) >= 2 and struct.unpack_from("<H", data, 0)[0] == lay.SYSSTAT_MAGIC
+        e = "<" if little else ">"
+        self._e = e
+        self.header = self._read_header()
+        self._u32 = struct.Struct(e + "I")
+        self._i32 = struct.Struct(e + "i")
+        self._u64 = struct.Struct(e + "Q")
+
+    # --- header --------------------------------------------------------------------------------
+
+    def _read_header(self) -> FileHeader:
+        d = self.data
+        if len(d) < 8:
+            raise FormatError(0, f"file too short for a sysstat header ({len(d)} bytes)", truncated=True)
+        if struct.unpack_from("<H", d, 0)[0] == lay.SYSSTAT_MAGIC:
+            order, e = "little", "<"
+        elif struct.unpack_from(">H", d, 0)[0] == lay.SYSSTAT_MAGIC:
+            order, e = "big", ">"
+        else:
+            raise FormatError(0, "not a sysstat data file (no magic 0xd596)")
+        fmt_magic = struct.unpack_from(e + "H", d, 2)[0]
+        version = ".".join(str(b) for b in d[4:7])
+        if fmt_magic == lay.FORMAT_2170 or fmt_magic < lay.FORMAT_2170:
+            raise FormatError(2, f"format 0x{fmt_magic:04x} (sysstat {version}) cannot be read, as by sar")
+        if fmt_magic not in lay.SUPPORTED_FORMATS:
+            raise FormatError(2, f"unknown format 0x{fmt_magic:04x} (sysstat {version})")
+        if fmt_magic == lay.FORMAT_2175:
+            return self._header_2175(e, order, version)
+        return self._header_old(fmt_magic, e, order, version)
+
+    def _need(self, offset: int, size: int, what: str) -> None:
+        if offset + size > len(self.data):
+            raise FormatError(offset, f"end of file inside the {what} (needs {size} bytes)", truncated=True)
+
+    def _header_2175(self, e: str, order: str, version: str) -> FileHeader:
+        d = self.data
+        self._need(0, lay.NEW_FILE_MAGIC_SIZE, "file magic")
+        header_size, upgraded, _hull, _hul, hu = struct.unpack_from(e + "5I", d, 8)
+        if not 0 < header_size <= lay.MAX_FILE_HEADER_SIZE:
+            raise FormatError(8, f"file header size {header_size} out of range")
+        h = lay.NEW_FILE_MAGIC_SIZE
+        self._need(h, header_size, "file header")
+        ust_time = struct.unpack_from(e + "Q", d, h)[0]
+        ints = struct.unpack_from(e + f"{hu}I", d, h + 16)
+        cpu_nr, act_nr = ints[0], ints[1]
+        act_types, rec_types = ints[3:6], ints[6:9]
+        act_size, rec_size = ints[9], ints[10]
+        extra_next = ints[11] if hu >= 12 else 0
+        c = h + 16 + 4 * hu
+        sizeof_long = d[c + 2]
+        if sizeof_long not in (4, 8):
+            raise FormatError(c + 2, f"sizeof(long) {sizeof_long} is neither 4 nor 8")
+        hz = struct.unpack_from(e + ("Q" if sizeof_long == 8 else "I"), d, h + 8)[0]
+        names = [_cstr(d[c + 3 + i * lay.UTSNAME_LEN : c + 3 + (i + 1) * lay.UTSNAME_LEN]) for i in range(4)]
+        if not 0 < act_nr <= lay.MAX_NR_ACT:
+            raise FormatError(h + 20, f"number of activities {act_nr} out of range")
+        if not 0 < act_size <= lay.MAX_FILE_ACTIVITY_SIZE or not 0 < rec_size <= lay.MAX_RECORD_HEADER_SIZE:
+            raise FormatError(h + 52, f"activity/record header size {act_size}/{rec_size} out of range")
+        self._rec_size, self._rec_types = rec_size, rec_types
+        off = h + header_size
+        activities = []
+        for i in range(act_nr):
+            self._need(off, act_size, f"description of activity {i + 1}")
+            aid, magic, nr, nr2, has_nr, size = struct.unpack_from(e + "IIiiii", d, off)
+            types = struct.unpack_from(e + "3I", d, off + 24) if act_types[2] >= 9 else (0, 0, 0)
+            self._check_activity(off, aid, nr, nr2, size)
+            layout = lay.GROUPED.get((aid, magic))
+            dec = _grouped_decoder(layout, types, size, e, sizeof_long) if layout else None
+            activities.append(Activity(aid, magic, nr, nr2, bool(has_nr), size, types, dec))
+            off += act_size
+        if extra_next:
+            off = self._skip_extra(off)
+        return FileHeader(
+            lay.FORMAT_2175, version, order, sizeof_long, hz, ust_time, cpu_nr, *names, upgraded, activities, off
+        )
+
+    def _header_old(self, fmt_magic: int, e: str, order: str, version: str) -> FileHeader:
+        d = self.data
+        h = lay.OLD_FILE_MAGIC_SIZE[fmt_magic]
+        pos = lay.OLD_HEADER[fmt_magic]
+        c = h + pos["day"]
+        self._need(h, pos["day"] + 4 + 4 * lay.UTSNAME_LEN, "file header")
+        sizeof_long = d[c + 3]
+        if sizeof_long not in (4, 8):
+            raise FormatError(c + 3, f"sizeof(long) {sizeof_long} is neither 4 nor 8")
+        ust_time = struct.unpack_from(e + ("Q" if sizeof_long == 8 else "I"), d, h)[0]
+        act_nr = struct.unpack_from(e + "I", d, h + pos["act_nr"])[0]
+        cpu_nr = struct.unpack_from(e + "I", d, h + pos["last_cpu_nr"])[0] if pos["last_cpu_nr"] else 0
+        self._vol_act_nr = struct.unpack_from(e + "I", d, h + pos["vol_act_nr"])[0] if pos["vol_act_nr"] else 0
+        names = [_cstr(d[c + 4 + i * lay.UTSNAME_LEN : c + 4 + (i + 1) * lay.UTSNAME_LEN]) for i in range(4)]
+        if fmt_magic == lay.FORMAT_2173:
+            header_size = struct.unpack_from(e + "I", d, 8)[0]
+        else:  # sizeof(struct file_header_2171), 8-aligned
+            header_size = (pos["day"] + 4 + 4 * lay.UTSNAME_LEN + 7) // 8 * 8
+        if not 0 < act_nr <= lay.MAX_NR_ACT:
+            raise FormatError(h + pos["act_nr"], f"number of activities {act_nr} out of range")
+        off = h + header_size
+        activities = []
+        for i in range(act_nr):
+            self._need(off, lay.OLD_FILE_ACTIVITY_SIZE, f"description of activity {i + 1}")
+            aid, magic, nr, nr2, size = struct.unpack_from(e + "IIiii", d, off)
+            self._check_activity(off, aid, nr, nr2, size)
+            fields = lay.ALIGNED.get((aid, magic))
+            dec = _aligned_decoder(fields, size, e, sizeof_long) if fields else None
+            activities.append(Activity(aid, magic, nr, nr2, False, size, None, dec))
+            off += lay.OLD_FILE_ACTIVITY_SIZE
+        if not cpu_nr:
+            cpu_nr = next((a.nr for a in activities if a.id == lay.A_CPU), 1)
+        return FileHeader(fmt_magic, version, order, sizeof_long, None, ust_time, cpu_nr, *names, 0, activities, off)
+
+    @staticmethod
+    def _check_activity(off: int, aid: int, nr: int, nr2: int, size: int) -> None:
+        if not (0 <= nr <= lay.NR_MAX and 0 < nr2 <= lay.NR2_MAX and 0 < size <= lay.MAX_ITEM_SIZE):
+            raise FormatError(off, f"activity {aid}: items {nr}x{nr2} of {size} bytes out of range")
+        if nr * nr2 > lay.NR_MAX:
+            raise FormatError(off, f"activity {aid}: {nr}x{nr2} items overflow")
+
+    def _skip_extra(self, off: int) -> int:
+        """Skip an extra_desc chain (structures later sysstat versions may add)."""
+        while True:
+            self._need(off, 24, "extra structure description")
+            extra_nr, extra_size, extra_next = struct.unpack_from(self._e + "3I", self.data, off)
+            if extra_nr > lay.MAX_EXTRA_NR or extra_size > lay.MAX_EXTRA_SIZE:
+                raise FormatError(off, f"extra structures {extra_nr}x{extra_size} out of range")
+            off += 24 + extra_nr * extra_size
+            self._need(off, 0, "extra structures")
+            if not extra_next:
+                return off
+
+    # --- records -------------------------------------------------------------------------------
+
+    def records(self, start: int | None = None, *, complete: bool = True) -> Iterator[Record | Problem]:
+        """Records from `start` (default: the first). With complete=False (a file still being
+        written) a partial record at the end is left for the next call instead of reported."""
+        off = self.header.data_offset if start is None else start
+        end = len(self.data)
+        last_time = self.header.ust_time
+        while off < end:
+            try:
+                rec = self._record(off)
+            except FormatError as exc:
+                if exc.truncated:
+                    if complete:
+                        yield Problem(
+                            exc.offset, f"truncated record at offset {off}: {exc.message}", None, self._hex(off)
+                        )
+                    return
+                resume = self._resync(off + 1, last_time)
+                yield Problem(exc.offset, f"corrupt record at offset {off}: {exc.message}", resume, self._hex(off))
+                if resume is None:
+                    return
+                off = resume
+                continue
+            last_time = rec.ust_time
+            yield rec
+            off = rec.end
+
+    def _hex(self, off: int) -> str:
+        return self.data[off : off + 64].hex()
+
+    def grown(self, data: bytes) -> SaFile:
+        """The same file after sadc appended to it: header and item counts as read so far."""
+        clone = copy.copy(self)
+        clone.data = data
+        return clone
+
+    def _resync(self, off: int, last_time: int) -> int | None:
+        """Next offset where a whole record parses and its time follows the last good one."""
+        for cand in range(off, len(self.data) - 8):
+            try:
+                rec = self._record(cand)
+            except (FormatError, struct.error):
+                continue
+            if rec.kind in ("stats", "restart", "comment") and last_time <= rec.ust_time <= last_time + 7 * 86400:
+                return cand
+        return None
+
+    def _record(self, off: int) -> Record:
+        if self.header.format_magic == lay.FORMAT_2175:
+            return self._record_2175(off)
+        return self._record_old(off)
+
+    def _record_2175(self, off: int) -> Record:
+        d, e = self.data, self._e
+        self._need(off, self._rec_size, "record header")
+        uptime_cs, ust_time = struct.unpack_from(e + "QQ", d, off)
+        n_int = self._rec_types[2]
+        extra_next = self._u32.unpack_from(d, off + 16)[0] if n_int >= 1 else 0
+        rtype, hh, mm, ss = d[off + 16 + 4 * n_int : off + 20 + 4 * n_int]
+        if hh > 23 or mm > 59 or ss > 60:
+            raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        body = off + self._rec_size
+        if rtype in (lay.R_STATS, lay.R_LAST_STATS):
+            if extra_next:
+                body = self._skip_extra(body)
+            stats, body = self._stats(body, counted=True)
+            return Record("stats", off, body, uptime_cs, ust_time, stats=stats)
+        if rtype == lay.R_RESTART:
+            self._need(body, 4, "restart record")
+            cpu_nr = self._i32.unpack_from(d, body)[0]
+            if not 0 < cpu_nr <= 16384:
+                raise FormatError(body, f"restart record with {cpu_nr} CPUs")
+            body += 4
+            if extra_next:
+                body = self._skip_extra(body)
+            return Record("restart", off, body, uptime_cs, ust_time, cpu_nr=cpu_nr)
+        if rtype == lay.R_COMMENT:
+            self._need(body, lay.MAX_COMMENT_LEN, "comment record")
+            text = _cstr(d[body : body + lay.MAX_COMMENT_LEN])
+            body += lay.MAX_COMMENT_LEN
+            if extra_next:
+                body = self._skip_extra(body)
+            return Record("comment", off, body, uptime_cs, ust_time, comment=text)
+        if lay.R_EXTRA_MIN <= rtype <= lay.R_EXTRA_MAX:
+            if extra_next:
+                body = self._skip_extra(body)
+            return Record("extra", off, body, uptime_cs, ust_time)
+        raise FormatError(off + 16 + 4 * n_int, f"unknown record type {rtype}")
+
+    def _record_old(self, off: int) -> Record:
+        d, e, hdr = self.data, self._e, self.header
+        self._need(off, lay.OLD_RECORD_HEADER_SIZE, "record header")
+        uptime, uptime0 = struct.unpack_from(e + "Q8xQ", d, off)
+        ust_time = struct.unpack_from(e + ("Q" if hdr.sizeof_long == 8 else "I"), d, off + 32)[0]
+        rtype, hh, mm, ss = d[off + 40 : off + 44]
+        if hh > 23 or mm > 59 or ss > 60:
+            raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        # jiffies -> 1/100 s as "sadf -c" converts, with the reader's HZ (old files do not record it)
+        uptime_cs = (uptime0 or uptime) * 100 // self.hz_for_old
+        body = off + lay.OLD_RECORD_HEADER_SIZE
+        if rtype in (lay.R_STATS, lay.R_LAST_STATS):
+            stats, body = self._stats(body, counted=False)
+            return Record("stats", off, body, uptime_cs, ust_time, stats=stats)
+        if rtype == lay.R_RESTART:
+            cpu_nr = None
+            if hdr.format_magic == lay.FORMAT_2173:
+                # the volatile activities follow, with their new item counts
+                for _ in range(self._vol_act_nr):
+                    self._need(body, lay.OLD_FILE_ACTIVITY_SIZE, "restart record")
+                    aid, _magic, nr, _nr2, _size = struct.unpack_from(e + "IIiii", d, body)
+                    body += lay.OLD_FILE_ACTIVITY_SIZE
+                    if aid == lay.A_CPU and 0 < nr <= 16384:
+                        cpu_nr = nr
+                        self._set_nr(aid, nr)
+            return Record("restart", off, body, uptime_cs, ust_time, cpu_nr=cpu_nr)
+        if rtype == lay.R_COMMENT:
+            self._need(body, lay.MAX_COMMENT_LEN, "comment record")
+            text = _cstr(d[body : body + lay.MAX_COMMENT_LEN])
+            return Record("comment", off, body + lay.MAX_COMMENT_LEN, uptime_cs, ust_time, comment=text)
+        raise FormatError(off + 40, f"unknown record type {rtype}")
+
+    def _set_nr(self, aid: int, nr: int) -> None:
+        acts = self.header.activities
+        for i, a in enumerate(acts):
+            if a.id == aid:
+                acts[i] = Activity(a.id, a.magic, nr, a.nr2, a.has_nr, a.size, a.types, a.decoder)
+
+    def _stats(self, off: int, counted: bool) -> tuple[dict[int, list[Counters]], int]:
+        d = self.data
+        size = len(d)
+        out: dict[int, list[Counters]] = {}
+        for a in self.header.activities:
+            nr = a.nr
+            if counted and a.has_nr:
+                if off + 4 > size:
+                    self._need(off, 4, f"item count of activity {a.name}")
+                nr = self._i32.unpack_from(d, off)[0]
+                if not 0 <= nr <= lay.NR_MAX:
+                    raise FormatError(off, f"activity {a.name}: item count {nr} out of range")
+                off += 4
+            total = nr * a.nr2 * a.size
+            if off + total > size:
+                self._need(off, total, f"statistics of activity {a.name}")
+            if a.decoder is not None:
+                decode, step = a.decoder.decode, a.size
+                out[a.id] = [decode(d, off + i * step) for i in range(nr * a.nr2)]
+            off += total
+        return out, off
+
+
+def open_bytes(data: bytes, path: str = "", hz: int | None = None) -> SaFile:
+    return SaFile(data, path, hz)

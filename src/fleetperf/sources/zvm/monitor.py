@@ -1,0 +1,288 @@
+"""CP monitor data -> decoded records, from MONWRITE files and from the /dev/monreader byte stream.
+
+Both forms carry records in 4K frames: a record never crosses a frame, and an end-of-frame record
+(domain 1 record 13) means the rest of its frame is unused. MONWRITE files are frames back to back
+(a frame that does not open with a record is one of its control records and is skipped). The
+monreader stream is monitor control elements (12 bytes: two non-zero type bytes, two reserved,
+then the start and end address of the records, end inclusive) each followed by its records; a
+0-byte read ends a data set, which a byte stream need not keep, because every element says how
+long its records are. A capture of the device therefore replays exactly like the device.
+
+Unknown domains/records are skipped by their length and kept as raw bytes; damage becomes a
+`Damage` with the byte offset, and reading goes on at the next plausible record header.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetperf.sources.zvm import monitor_layouts as lay
+
+_HDR = struct.Struct(">HHBBHQ")
+
+
+@dataclass
+class MonRecord:
+    domain: int
+    record: int
+    tod: int  # raw TOD clock of the header
+    offset: int  # byte offset in the file / stream
+    length: int
+    fields: dict[str, Any] | None  # None: no layout for this domain/record
+    raw: bytes = b""  # the record's bytes, for records without a layout
+    appldata: dict[str, Any] | None = None
+
+    @property
+    def unix_us(self) -> int:
+        return tod_to_unix_us(self.tod)
+
+    @property
+    def known(self) -> bool:
+        return self.fields is not None
+
+
+@dataclass(frozen=True)
+class Damage:
+    offset: int
+    message: str
+    raw: str = ""
+
+
+def tod_to_unix_us(tod: int) -> int:
+    """TOD clock (bit 51 = 1 microsecond, epoch 1900-01-01) -> microseconds since 1970 (UTC)."""
+    return (tod >> 12) - lay.TOD_EPOCH_OFFSET_S * 1_000_000
+
+
+def unix_us_to_tod(us: int) -> int:
+    return (us + lay.TOD_EPOCH_OFFSET_S * 1_000_000) << 12
+
+
+_CODES = {"u1": "B", "u2": "H", "s2": "h", "u4": "I", "s4": "i", "u8": "Q", "tod": "Q", "cputimer": "Q"}
+_COMPILED: dict[tuple[lay.Field, ...], tuple[struct.Struct, tuple[str, ...], tuple[int, ...]]] = {}
+
+
+def _compile(fields: tuple[lay.Field, ...]) -> tuple[struct.Struct, tuple[str, ...], tuple[int, ...]]:
+    """One struct per layout: fields in offset order with pad bytes between them."""
+    fmt, pos, names, texts = [">"], 0, [], []
+    for f in sorted(fields, key=lambda f: f.offset):
+        if f.offset > pos:
+            fmt.append(f"{f.offset - pos}x")
+        fmt.append(_CODES.get(f.type, f"{f.size}s"))
+        if f.type.startswith("ebcdic"):
+            texts.append(len(names))
+        names.append(f.name)
+        pos = f.offset + f.size
+    return struct.Struct("".join(fmt)), tuple(names), tuple(texts)
+
+
+def decode_fields(fields: tuple[lay.Field, ...], buf: bytes | memoryview, base: int) -> dict[str, Any]:
+    compiled = _COMPILED.get(fields)
+    if compiled is None:
+        compiled = _COMPILED[fields] = _compile(fields)
+    packer, names, texts = compiled
+    values = list(packer.unpack_from(buf, base))
+    for i in texts:
+        values[i] = values[i].decode(lay.EBCDIC).rstrip(" \0")
+    return dict(zip(names, values, strict=True))
+
+
+def _decode_appldata(rec: MonRecord, buf: bytes, start: int) -> dict[str, Any] | None:
+    """Linux's APPLDATA OS record inside an MRAPLSDT, or None when the buffer is another product."""
+    f = rec.fields or {}
+    product = f.get("product_id", b"")
+    if product[:7].decode(lay.EBCDIC, "replace") != lay.LINUX_PRODUCT or product[9] != lay.APPLDATA_OS_RECORD:
+        return None
+    at, n = start + f["data_offset"], f["data_length"]
+    if f["data_offset"] < lay.HEADER_SIZE or at + n > start + rec.length or n < lay.APPLDATA_OS_HEADER_SIZE:
+        return {"error": f"APPLDATA data at {f['data_offset']}+{n} outside the record"}
+    data = buf[at : at + n]
+    head = decode_fields(lay.APPLDATA_OS, data, 0)
+    cpus = []
+    size, first = head["per_cpu_size"], head["cpu_offset"]
+    if size < 28 or first + head["nr_cpus"] * size > n:
+        return head | {"error": f"{head['nr_cpus']} CPUs of {size} bytes at {first} do not fit {n} bytes"}
+    wanted = tuple(c for c in lay.APPLDATA_OS_CPU if c.offset + c.size <= size)
+    for i in range(head["nr_cpus"]):
+        cpus.append(decode_fields(wanted, data, first + i * size))
+    head["cpus"] = cpus
+    head["mod_lvl"] = int.from_bytes(product[14:16], "big")
+    return head
+
+
+@dataclass
+class Reader:
+    """Decodes runs of records; keeps counts of what it met."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    last_tod: int = 0
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def _header_ok(self, buf: bytes, pos: int, end: int, frame_end: int) -> tuple[bool, str]:
+        length, zeros, domain, _, _, _ = _HDR.unpack_from(buf, pos)
+        if zeros != 0:
+            return False, "MRHDRZER is not zero"
+        if domain > lay.MAX_DOMAIN:
+            return False, f"domain {domain} does not exist"
+        if length < lay.HEADER_SIZE:
+            return False, f"record length {length} shorter than its header"
+        if pos + length > min(end, frame_end):
+            return False, f"record length {length} runs past its frame or the data"
+        return True, ""
+
+    def run(self, buf: bytes, start: int, end: int, frame_origin: int, base: int) -> Iterator[MonRecord | Damage]:
+        """Records in buf[start:end]; frames begin at frame_origin + k * 4096; `base` maps buffer
+        positions to file/stream offsets."""
+        pos = start
+        while pos < end:
+            frame_end = frame_origin + ((pos - frame_origin) // lay.FRAME_SIZE + 1) * lay.FRAME_SIZE
+            if pos + lay.HEADER_SIZE > min(end, frame_end):
+                if any(buf[pos : min(end, frame_end)]):
+                    yield Damage(base + pos, "bytes after the last record of a frame", buf[pos : pos + 32].hex())
+                pos = frame_end
+                continue
+            ok, why = self._header_ok(buf, pos, end, frame_end)
+            if not ok:
+                if not any(buf[pos:frame_end]):  # unused rest of a frame
+                    pos = frame_end
+                    continue
+                self._count("damaged")
+                resume = self._resync(buf, pos + 1, end, frame_origin)
+                where = f"; reading went on at offset {base + resume}" if resume < end else ""
+                yield Damage(base + pos, f"no valid record header at offset {base + pos}: {why}{where}",
+                             buf[pos : pos + 32].hex())  # fmt: skip
+                pos = resume
+                continue
+            length, _, domain, _, number, tod = _HDR.unpack_from(buf, pos)
+            layout = lay.LAYOUTS.get((domain, number))
+            rec = MonRecord(domain, number, tod, base + pos, length, None)
+            if layout is None:
+                rec.raw = bytes(buf[pos : pos + length])
+                self._count(f"unknown {domain}.{number}")
+            elif length < layout.min_length:
+                self._count("damaged")
+                yield Damage(base + pos, f"{layout.name} of {length} bytes, its layout needs {layout.min_length}",
+                             buf[pos : pos + 32].hex())  # fmt: skip
+                pos += length
+                continue
+            else:
+                rec.fields = decode_fields(layout.fields, buf, pos)
+                self._count(layout.name)
+                if (domain, number) == (10, 2):
+                    rec.appldata = _decode_appldata(rec, buf, pos)
+            self.last_tod = max(self.last_tod, tod)
+            yield rec
+            pos = frame_end if (domain, number) == (1, 13) else pos + length
+
+    def _resync(self, buf: bytes, pos: int, end: int, frame_origin: int) -> int:
+        """Next position holding a plausible header: valid fields, a known layout, and a TOD
+        within a day of the last good record."""
+        day = 86400 * 1_000_000 << 12
+        for cand in range(pos, end - lay.HEADER_SIZE + 1):
+            frame_end = frame_origin + ((cand - frame_origin) // lay.FRAME_SIZE + 1) * lay.FRAME_SIZE
+            if cand + lay.HEADER_SIZE > frame_end:
+                continue
+            ok, _ = self._header_ok(buf, cand, end, frame_end)
+            if not ok:
+                continue
+            _, _, domain, _, number, tod = _HDR.unpack_from(buf, cand)
+            if (domain, number) in lay.LAYOUTS and (not self.last_tod or abs(tod - self.last_tod) <= day):
+                return cand
+        return end
+
+
+def read_monwrite(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    """A MONWRITE file: 4K frames; a frame that does not open with a record header is skipped."""
+    reader = Reader()
+
+    def records() -> Iterator[MonRecord | Damage]:
+        for start in range(0, len(data), lay.FRAME_SIZE):
+            end = min(start + lay.FRAME_SIZE, len(data))
+            short = end - start < lay.FRAME_SIZE
+            if end - start < lay.HEADER_SIZE or not reader._header_ok(data, start, end, end)[0]:
+                if short:
+                    yield Damage(start, f"file ends inside a frame ({end - start} of 4096 bytes)")
+                else:
+                    reader._count("frames skipped (control records)")
+                continue
+            yield from reader.run(data, start, end, start, 0)
+            if short:
+                yield Damage(start, f"file ends inside the frame at offset {start} ({end - start} of 4096 bytes);"
+                             " its whole records are kept")  # fmt: skip
+
+    return reader, records()
+
+
+class MonreaderStream:
+    """The /dev/monreader byte stream, fed in chunks of any size (the device's reads, or a capture
+    read piecewise); yields each record once, as soon as its control element's records are whole."""
+
+    MAX_RUN = 64 << 20
+
+    def __init__(self) -> None:
+        self.reader = Reader()
+        self.buf = b""
+        self.offset = 0  # stream offset of buf[0]
+
+    def feed(self, chunk: bytes) -> Iterator[MonRecord | Damage]:
+        self.buf += chunk
+        while len(self.buf) >= lay.MCE_SIZE:
+            t0, t1, start, end = struct.unpack_from(">BB2xII", self.buf, 0)
+            size = end - start + 1
+            if t0 == 0 or t1 == 0 or end <= start or size > self.MAX_RUN:
+                skip = self._next_mce(1)
+                yield Damage(self.offset, f"no valid monitor control element at offset {self.offset}",
+                             self.buf[:12].hex())  # fmt: skip
+                self._consume(skip)
+                continue
+            if len(self.buf) < lay.MCE_SIZE + size:
+                return  # the rest of this element's records is still to come
+            run = lay.MCE_SIZE
+            origin = run - (start % lay.FRAME_SIZE)
+            yield from self.reader.run(self.buf, run, run + size, origin, self.offset)
+            self._consume(run + size)
+
+    def finish(self) -> Iterator[MonRecord | Damage]:
+        if self.buf:
+            yield Damage(self.offset, f"stream ends inside a monitor control element's data ({len(self.buf)} bytes)")
+            self._consume(len(self.buf))
+
+    def _consume(self, n: int) -> None:
+        self.buf = self.buf[n:]
+        self.offset += n
+
+    def _next_mce(self, start: int) -> int:
+        for i in range(start, len(self.buf) - lay.MCE_SIZE + 1):
+            t0, t1, s, e = struct.unpack_from(">BB2xII", self.buf, i)
+            if t0 and t1 and s < e and e - s < self.MAX_RUN:
+                return i
+        return max(len(self.buf) - lay.MCE_SIZE + 1, 1)
+
+
+def looks_like_monreader(data: bytes) -> bool:
+    """A capture of /dev/monreader starts with a control element whose records follow it."""
+    if len(data) < lay.MCE_SIZE + lay.HEADER_SIZE:
+        return False
+    t0, t1, start, end = struct.unpack_from(">BB2xII", data, 0)
+    if not (t0 and t1 and start < end):
+        return False
+    length, zeros, domain = struct.unpack_from(">HHB", data, lay.MCE_SIZE)
+    return zeros == 0 and domain <= lay.MAX_DOMAIN and length >= lay.HEADER_SIZE
+
+
+def read_stream(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    stream = MonreaderStream()
+
+    def records() -> Iterator[MonRecord | Damage]:
+        yield from stream.feed(data)
+        yield from stream.finish()
+
+    return stream.reader, records()
+
+
+def read_any(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    return read_stream(data) if looks_like_monreader(data) else read_monwrite(data)

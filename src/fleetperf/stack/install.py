@@ -1,0 +1,137 @@
+"""Fetches the runtimes the local stack needs into the cache (Maven Central only) and builds the job jar."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings
+
+KAFKA_POM = PACKAGE_ROOT / "stack" / "downloads" / "kafka-broker.pom.xml"
+JOBS_DIR = REPO_ROOT / "stream-jobs"
+JOB_JAR = JOBS_DIR / "target" / "fleetperf-stream-jobs.jar"
+
+
+def _mvn(*args: str, cwd: Path | None = None) -> None:
+    cmd = ["mvn", "-q", "-B", *args]
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+
+
+def kafka_libs_dir(settings: Settings) -> Path:
+    """Where the Kafka jars are (or will be); fetches nothing."""
+    return settings.cache_dir / f"kafka-{settings['kafka']['version']}" / "libs"
+
+
+def registry_jar_path(settings: Settings) -> Path:
+    """Where the Apicurio runner jar is (or will be); fetches nothing."""
+    version = settings["registry"]["version"]
+    return settings.cache_dir / f"apicurio-{version}" / f"apicurio-registry-app-{version}-runner.jar"
+
+
+def kafka_libs(settings: Settings) -> Path:
+    libs = kafka_libs_dir(settings)
+    if not (libs / f"kafka_2.13-{settings['kafka']['version']}.jar").exists():
+        print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
+        _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}")
+    return libs
+
+
+def registry_jar(settings: Settings) -> Path:
+    version = settings["registry"]["version"]
+    jar = registry_jar_path(settings)
+    home = jar.parent
+    if jar.exists():
+        return jar
+    print(f"fetching Apicurio Registry {version} into {home}")
+    home.mkdir(parents=True, exist_ok=True)
+    _mvn(
+        "dependency:copy",
+        f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
+        f"-DoutputDirectory={home}",
+    )
+    archive = home / f"apicurio-registry-app-{version}-all.tar.gz"
+    with tarfile.open(archive) as tar:
+        tar.extractall(home, filter="data")
+    archive.unlink()
+    found = list(home.rglob(jar.name))
+    if not found:
+        raise RuntimeError(f"{jar.name} not found in the Apicurio archive under {home}")
+    if found[0] != jar:
+        # the archive nests the app one folder down; keep its lib/ beside the runner jar
+        for item in found[0].parent.iterdir():
+            item.rename(home / item.name)
+    return jar
+
+
+def job_jar(force: bool = False) -> Path:
+    sources = [p for p in (JOBS_DIR / "src" / "main").rglob("*") if p.is_file()]
+    sources += [JOBS_DIR / "pom.xml", *(REPO_ROOT / "schemas").glob("*.avsc")]
+    newest = max(p.stat().st_mtime for p in sources)
+    if force or not JOB_JAR.exists() or JOB_JAR.stat().st_mtime < newest:
+        print("building the Flink job jar (mvn package)")
+        _mvn("package", "-DskipTests", cwd=JOBS_DIR)
+    return JOB_JAR
+
+
+def install_all(settings: Settings) -> None:
+    kafka_libs(settings)
+    registry_jar(settings)
+    job_jar()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def browser() -> tuple[Path, Path]:
+    """Debian's Chromium and ChromeDriver for the dashboard tests."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        _apt("the dashboard tests need Chromium", "chromium", "chromium-driver")
+    return CHROMIUM, CHROMEDRIVER
+
+
+SADC = Path("/usr/lib/sysstat/sadc")
+SADF = Path("/usr/bin/sadf")
+
+
+def sysstat() -> tuple[Path, Path]:
+    """Debian's sysstat (sadc, sadf): the sadc collector's tests record a fresh file with it and
+    compare our figures with sadf's."""
+    if not (SADC.exists() and SADF.exists()):
+        _apt("the sadc tests need sysstat", "sysstat")
+    return SADC, SADF
+
+
+def _apt(why: str, *packages: str) -> None:
+    """Installed with apt when missing (as root, the machines this project targets); elsewhere a
+    clear message."""
+    import os
+    import shutil
+
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError(f"{why}: apt-get install {' '.join(packages)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+    ):
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    import os
+    import shutil
+
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise RuntimeError("the dashboard tests need Chromium: apt-get install chromium chromium-driver")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
+    ):
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return CHROMIUM, CHROMEDRIVER

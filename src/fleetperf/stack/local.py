@@ -1,0 +1,262 @@
+"""The local default: every service as a native process on 127.0.0.1, state under one directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings
+from fleetperf.kafka_avro import ensure_topics, register_schemas
+from fleetperf.stack import install
+from fleetperf.stack.process import Process, http_ok, port_open
+
+JAVA_OPENS = [
+    f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+    for pkg in (
+        "java.lang",
+        "java.lang.reflect",
+        "java.util",
+        "java.util.concurrent",
+        "java.io",
+        "java.net",
+        "java.nio",
+        "sun.nio.ch",
+        "java.text",
+        "java.time",
+        "java.util.concurrent.atomic",
+    )
+]
+ORDER = ("kafka", "registry", "flink", "warehouse")
+
+
+class LocalStack:
+    def __init__(self, settings: Settings) -> None:
+        self.s = settings
+        self.state = settings.state_dir
+        self.run_dir = self.state / "run"
+        self.log_dir = self.state / "logs"
+
+    # process definitions ---------------------------------------------------------------------
+    def kafka(self) -> Process:
+        k = self.s["kafka"]
+        libs = install.kafka_libs_dir(self.s)
+        return Process(
+            "kafka",
+            ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._kafka_properties_path())],
+            self.run_dir,
+            self.log_dir,
+            ready=lambda: port_open(k["host"], k["port"]),
+            where=self.s.bootstrap,
+        )
+
+    def registry(self) -> Process:
+        r = self.s["registry"]
+        return Process(
+            "registry",
+            [
+                "java",
+                f"-Xmx{r['heap']}",
+                f"-Dquarkus.http.host={r['host']}",
+                f"-Dquarkus.http.port={r['port']}",
+                # schemas live in a Kafka topic, so their ids survive restarts like Kafka's data does
+                "-Dapicurio.storage.kind=kafkasql",
+                f"-Dapicurio.kafkasql.bootstrap.servers={self.s.bootstrap}",
+                "-jar",
+                str(install.registry_jar_path(self.s)),
+            ],
+            self.run_dir,
+            self.log_dir,
+            ready=lambda: http_ok(f"{self.s.registry_url}/subjects"),
+            where=self.s.registry_url,
+        )
+
+    def flink(self) -> Process:
+        f = self.s["flink"]
+        return Process(
+            "flink",
+            ["java", f"-Xmx{f['heap']}", *JAVA_OPENS, "-jar", str(install.JOB_JAR), *self.job_args()],
+            self.run_dir,
+            self.log_dir,
+            ready=self._flink_running,
+            where=f"http://127.0.0.1:{f['rest_port']} (MiniCluster REST)",
+        )
+
+    def job_args(self) -> list[str]:
+        f = self.s["flink"]
+        return [
+            "--bootstrap",
+            self.s.bootstrap,
+            "--registry",
+            self.s.registry_url,
+            "--source-topic",
+            self.s.topic("cpu_samples").name,
+            "--sink-topic",
+            self.s.topic("derived_metrics").name,
+            "--hpm-topic",
+            self.s.topic("hpm_samples").name,
+            "--port-topic",
+            self.s.topic("net_port_samples").name,
+            "--zvm-guest-topic",
+            self.s.topic("zvm_guest_samples").name,
+            "--zvm-system-topic",
+            self.s.topic("zvm_system_samples").name,
+            "--tv-min-virtual-seconds",
+            str(f["tv_min_virtual_seconds"]),
+            "--flag-topic",
+            self.s.topic("anomaly_flags").name,
+            "--flag-rules",
+            str(self.s.flag_rules),
+            "--flag-max-gap-windows",
+            str(f["flag_max_gap_windows"]),
+            "--delivery",
+            f["delivery"],
+            "--checkpoint-dir",
+            str(self.state / "flink-checkpoints"),
+            "--dead-letter-topic",
+            self.s.topic("dead_letters").name,
+            "--group-id",
+            f["group_id"],
+            "--window-seconds",
+            str(f["window_seconds"]),
+            "--out-of-orderness-seconds",
+            str(f["out_of_orderness_seconds"]),
+            "--idle-flush-seconds",
+            str(f["idle_flush_seconds"]),
+            "--stream-retain-seconds",
+            str(f["stream_retain_seconds"]),
+            "--checkpoint-interval-seconds",
+            str(f["checkpoint_interval_seconds"]),
+            "--rest-port",
+            str(f["rest_port"]),
+            "--parallelism",
+            str(f["parallelism"]),
+        ]
+
+    def warehouse(self) -> Process:
+        return Process(
+            "warehouse",
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "-c",
+                str(PACKAGE_ROOT / "warehouse" / "gunicorn_conf.py"),
+                "superset.app:create_app()",
+            ],
+            self.run_dir,
+            self.log_dir,
+            ready=lambda: http_ok(f"{self.s.superset_url}/health") and http_ok(f"{self.s.query_url}/ping"),
+            where=f"{self.s.superset_url} (Superset), {self.s.query_url} (SQL)",
+            env=self.superset_env(),
+            cwd=REPO_ROOT,
+            ready_timeout=180,
+        )
+
+    def superset_env(self) -> dict[str, str]:
+        return {
+            "SUPERSET_CONFIG_PATH": str(PACKAGE_ROOT / "warehouse" / "superset_config.py"),
+            "FLEETPERF__STATE__DIR": str(self.state),
+            "PYTHONPATH": str(PACKAGE_ROOT.parent),
+            "FLASK_APP": "superset.app:create_app()",
+        }
+
+    def processes(self) -> dict[str, Process]:
+        return {
+            "kafka": self.kafka(),
+            "registry": self.registry(),
+            "flink": self.flink(),
+            "warehouse": self.warehouse(),
+        }
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self, only: tuple[str, ...] = ORDER, echo: Callable[[str], object] = print) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        for name in ORDER:
+            if name not in only:
+                continue
+            t0 = time.monotonic()
+            self._prepare(name)
+            proc = getattr(self, name)()
+            proc.start()
+            proc.wait_ready()
+            if name == "registry":
+                ensure_topics(self.s)
+                register_schemas(self.s)
+            echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {proc.where}")
+
+    def stop(self, echo: Callable[[str], object] = print) -> None:
+        procs = self.processes()
+        for name in reversed(ORDER):
+            if procs[name].running():
+                procs[name].stop()
+                echo(f"  {name:<10} stopped")
+
+    def status(self) -> list[tuple[str, int | None, str, str]]:
+        return [(n, p.pid(), p.where, str(p.log_file)) for n, p in self.processes().items()]
+
+    def _prepare(self, name: str) -> None:
+        """What a service needs before it starts: its runtime fetched or built, its config written.
+        Only start() does this; status and stop only read PID files."""
+        if name == "kafka":
+            install.kafka_libs(self.s)
+            self._write_kafka_properties()
+        elif name == "registry":
+            install.registry_jar(self.s)
+        elif name == "flink":
+            install.job_jar()
+        elif name == "warehouse":
+            from fleetperf.warehouse import superset_setup
+
+            superset_setup.prepare(self.s, self.superset_env())
+
+    def _kafka_properties_path(self) -> Path:
+        return self.state / "kafka" / "server.properties"
+
+    def _write_kafka_properties(self) -> None:
+        """server.properties from the settings; storage formatted on the first start."""
+        k = self.s["kafka"]
+        data = self.state / "kafka" / "data"
+        props = self._kafka_properties_path()
+        props.parent.mkdir(parents=True, exist_ok=True)
+        props.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@{k['host']}:{k['controller_port']}",
+                    f"listeners=PLAINTEXT://{k['host']}:{k['port']},CONTROLLER://{k['host']}:{k['controller_port']}",
+                    f"advertised.listeners=PLAINTEXT://{k['host']}:{k['port']}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={data}",
+                    f"num.partitions={k['partitions']}",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "share.coordinator.state.topic.replication.factor=1",
+                    "share.coordinator.state.topic.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=true",
+                    "",
+                ]
+            )
+        )
+        if not (data / "meta.properties").exists():
+            cp = ["java", "-cp", f"{install.kafka_libs_dir(self.s)}/*", "kafka.tools.StorageTool"]
+            cluster_id = subprocess.run([*cp, "random-uuid"], capture_output=True, text=True, check=True).stdout.strip()
+            subprocess.run(
+                [*cp, "format", "-t", cluster_id, "-c", str(props)], capture_output=True, text=True, check=True
+            )
+
+    def _flink_running(self) -> bool:
+        url = f"http://127.0.0.1:{self.s['flink']['rest_port']}/jobs/overview"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                jobs = json.load(response).get("jobs", [])
+        except (OSError, ValueError):
+            return False
+        return any(j.get("state") == "RUNNING" for j in jobs)

@@ -1,0 +1,81 @@
+"""Decoded Avro record -> ClickHouse rows. Most topics map one record to one row of the table named
+in config (columns = the schema's fields); nmon snapshots explode into long-form values and labels."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fleetperf.config import Settings
+
+Row = list[Any]
+Builder = Callable[[dict[str, Any]], Iterator[tuple[str, Row]]]
+
+NMON_VALUE_COLUMNS = ["host_id", "ts", "section", "entity", "metric", "value"]
+NMON_LABEL_COLUMNS = ["host_id", "ts", "section", "entity", "label", "text"]
+
+
+def nmon_row_values(row: dict[str, Any]) -> Iterator[tuple[str, str, float | None]]:
+    """(entity, metric, value) of every value of an NmonRow: entities and metrics are parallel to
+    the values or a single name that holds for all of them."""
+    values = row["values"]
+    entities, metrics = row["entities"], row["metrics"]
+    n = len(values)
+    if len(entities) == 1 and n != 1:
+        entities = entities * n
+    if len(metrics) == 1 and n != 1:
+        metrics = metrics * n
+    return zip(entities, metrics, values, strict=True)
+
+
+def _nmon_snapshot(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+    host, ts = record["host_id"], record["ts"]
+    for row in record["rows"]:
+        section = row["section"]
+        for entity, metric, value in nmon_row_values(row):
+            yield "nmon_values", [host, ts, section, entity, metric, value]
+        labels = row["labels"]
+        if labels:
+            entity = row["entities"][0] if row["entities"] else ""
+            for label, text in labels.items():
+                yield "nmon_labels", [host, ts, section, entity, label, text]
+
+
+_LPAR_CPU_FIELDS = ("cpu", "cpu_type", "busy_pct", "ovhd_pct", "susp_pct", "vmld_pct", "logld_pct")
+
+
+def _tuples_of(field: str, inner: tuple[str, ...]):  # noqa: ANN202
+    # Array(Tuple(...)) columns take tuples in the tuple's declared order
+    def convert(record: dict[str, Any]) -> dict[str, Any]:
+        return {**record, field: [tuple(item.get(k) for k in inner) for item in record[field]]}
+
+    return convert
+
+
+_CONVERT = {"lpar_samples": _tuples_of("cpus", _LPAR_CPU_FIELDS)}
+
+
+class RowMapper:
+    def __init__(self, settings: Settings) -> None:
+        self.columns: dict[str, list[str]] = {"nmon_values": NMON_VALUE_COLUMNS, "nmon_labels": NMON_LABEL_COLUMNS}
+        self.builders: dict[str, Builder] = {}
+        for topic in settings.topics.values():
+            if topic.key == "nmon_snapshots":
+                self.builders[topic.name] = _nmon_snapshot
+                continue
+            fields = [f["name"] for f in json.loads(topic.schema_text())["fields"]]
+            self.columns[topic.table] = fields
+            self.builders[topic.name] = _single(topic.table, fields, _CONVERT.get(topic.key))
+
+    def rows(self, topic: str, record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+        return self.builders[topic](record)
+
+
+def _single(table: str, fields: list[str], convert=None) -> Builder:  # noqa: ANN001
+    def build(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+        if convert is not None:
+            record = convert(record)
+        yield table, [record.get(f) for f in fields]
+
+    return build
