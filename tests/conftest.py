@@ -15,8 +15,10 @@ CORPUS = Path(os.environ.get("FLEETPERF_CORPUS", config.REPO_ROOT.parent / "shar
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
+    """Third-party files (real nmon, sysstat binaries with upstream's expected outputs): present in CI beside the
+    clone, absent from a user's clone, where the tests that need them are skipped and say why."""
     if not CORPUS.is_dir():
-        pytest.fail(f"corpus not found at {CORPUS}; set FLEETPERF_CORPUS")
+        pytest.skip(f"third-party corpus not found at {CORPUS} (set FLEETPERF_CORPUS to run these tests)")
     return CORPUS
 
 
