@@ -19,8 +19,6 @@ import org.junit.jupiter.api.Test;
 /** Golden cases of DOMAIN.md against the shipped rules (config/flag-rules.properties). */
 class FlagDetectorTest {
   private static final Path REPO = Path.of(System.getProperty("user.dir")).getParent();
-  private static final Path SHARED =
-      Path.of(System.getenv().getOrDefault("FLEETPERF_SHARED", REPO.getParent().resolve("shared").toString()));
 
   private static FlagDetector shipped() throws IOException {
     Properties p = new Properties();
@@ -78,22 +76,29 @@ class FlagDetectorTest {
     assertTrue(run(shipped(), "slb_miss_rate", 0.0011).isEmpty());
   }
 
+  /**
+   * The Stolen column of the Toolkit's "Time TotCPU ... Stolen" panels, keyed by the 0-based index
+   * of the panel's first row (seed 004_6a0ab28471d5b377.txt: L3476-3486, L3596-3608, L3643-3653,
+   * L3682-3691, L3744-3753; Examples 7-6, 7-10, 7-12 FBA VDISK, 7-14 DIAGNOSE VDISK, 7-16).
+   */
+  private static final java.util.Map<Integer, double[]> STOLEN_PANELS = new java.util.LinkedHashMap<>();
+
+  static {
+    STOLEN_PANELS.put(3475, new double[] {0, 0.2, 0.2, 0.2, 0.2, 0.1, 0.2, 0.2, 0.1, 0.2, 0.2});
+    STOLEN_PANELS.put(3595, new double[] {0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.1, 0.2, 0.7, 0.2, 0.1, 0.2, 0.2});
+    STOLEN_PANELS.put(3642, new double[] {5.2, 16.8, 16.5, 17.2, 16.8, 13.7, 14.2, 13.7, 14, 14.3, 14});
+    STOLEN_PANELS.put(3681, new double[] {3.8, 11.9, 13.9, 14.3, 14.5, 12.9, 13.6, 14.2, 14, 14.1});
+    STOLEN_PANELS.put(3743, new double[] {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1});
+  }
+
   @Test
   void toolkitStealFlagsTheVdiskRunsOnly() throws IOException {
-    List<String> seed = Files.readAllLines(SHARED.resolve("seeds/004_6a0ab28471d5b377.txt"));
-    // Examples 7-6, 7-10, 7-12 (FBA VDISK), 7-14 (DIAGNOSE VDISK), 7-16: "Time TotCPU ... Stolen" panels
-    int[] headers = {3475, 3595, 3642, 3681, 3743};
     List<Integer> flagged = new ArrayList<>();
-    for (int h : headers) {
-      List<Double> stolen = new ArrayList<>();
-      for (int i = h; i < seed.size() && seed.get(i).matches("^\\d\\d:\\d\\d:\\d\\d\t.*"); i++) {
-        String[] cells = seed.get(i).split("\t");
-        stolen.add(Double.parseDouble(cells[6]));
-      }
-      assertTrue(stolen.size() >= 10, "panel at L" + h);
-      double[] values = stolen.stream().mapToDouble(Double::doubleValue).toArray();
+    for (java.util.Map.Entry<Integer, double[]> panel : STOLEN_PANELS.entrySet()) {
+      double[] values = panel.getValue();
+      assertTrue(values.length >= 10, "panel at L" + panel.getKey());
       if (!incidents(run(shipped(), "steal_pct", values), "steal_high").isEmpty()) {
-        flagged.add(h);
+        flagged.add(panel.getKey());
       }
     }
     assertEquals(List.of(3642, 3681), flagged);
