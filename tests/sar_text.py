@@ -76,3 +76,69 @@ def parse(text: str) -> dict[tuple[str, str, str], dict[str, str]]:
         row = out.setdefault((section, m.group(1), item), {})
         row.update({c: v for c, v in zip(columns, values, strict=True) if c})
     return out
+
+
+# sadf -j section names that differ from ours
+_SADF_SECTION = {"cpu-load": "cpu-load-all"}
+# the fields that name a list entry in sadf -j (cpu number, interface, device ...)
+_ITEM_KEYS = ("cpu", "iface", "disk-device", "line", "intr", "number", "filesystem", "fchost", "device", "name")
+# containers whose members are sections of their own
+_CONTAINERS = {"network", "power-management", "psi"}
+
+
+def _flat(values: dict) -> dict[str, int | float]:
+    out: dict[str, int | float] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):  # io: {"io-reads": {"rtps": ...}} -> rtps
+            out |= _flat(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = value
+    return out
+
+
+def sadf_json_rows(text: str) -> dict[tuple[str, str, str], dict[str, int | float]]:
+    """`sadf -j FILE -- ...` (TZ=UTC) -> {(section, "HH:MM:SS", item): {metric: value}}, items as ours:
+    the CPU number or "all", the interface, the device; "" for single-item sections."""
+    import json
+
+    rows: dict[tuple[str, str, str], dict[str, int | float]] = {}
+    for host in json.loads(text)["sysstat"]["hosts"]:
+        for stats in host["statistics"]:
+            t = stats.get("timestamp", {}).get("time")
+            if t is None:
+                continue
+            sections: list[tuple[str, object]] = []
+            for name, body in stats.items():
+                if name == "timestamp":
+                    continue
+                if name in _CONTAINERS and isinstance(body, dict):
+                    sections.extend(body.items())
+                else:
+                    sections.append((name, body))
+            for name, body in sections:
+                section = _SADF_SECTION.get(name, name)
+                if isinstance(body, dict):
+                    rows[(section, t, "")] = _flat(body)
+                elif isinstance(body, list):
+                    for entry in body:
+                        key = next((k for k in _ITEM_KEYS if k in entry), None)
+                        item = str(entry[key]) if key else ""
+                        rows[(section, t, item)] = _flat({k: v for k, v in entry.items() if k != key})
+    return rows
+
+
+def local_disk_names() -> dict[str, str]:
+    """sadf names this machine's disks from /sys (vda); a file read elsewhere cannot: ours are
+    sysstat.ioconf's names for SCSI disks and devM-N otherwise. Map sadf's name to ours."""
+    from pathlib import Path
+
+    from fleetperf.sources.sysstat.rates import disk_name
+
+    names = {}
+    root = Path("/sys/dev/block")
+    for dev in root.iterdir() if root.is_dir() else ():
+        major, minor = (int(x) for x in dev.name.split(":"))
+        uevent = dict(line.split("=", 1) for line in (dev / "uevent").read_text().split() if "=" in line)
+        if "DEVNAME" in uevent:
+            names[uevent["DEVNAME"]] = disk_name(major, minor)
+    return names

@@ -33,9 +33,11 @@ def _loopback_traffic(stop: threading.Event) -> None:
     server.close()
 
 
-def record(path: Path, samples: int, interval_s: int = 1) -> Path:
-    """`sadc -S XALL interval samples path` while one CPU spins and loopback carries traffic."""
-    sadc, _ = install.sysstat()
+def record(path: Path, samples: int, interval_s: int = 1, sadc: Path | None = None) -> Path:
+    """`sadc -S XALL interval samples path` while one CPU spins and loopback carries traffic
+    (sadc: that binary; default Debian's, installed when missing)."""
+    if sadc is None:
+        sadc, _ = install.sysstat()
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     stop = threading.Event()
     traffic = threading.Thread(target=_loopback_traffic, args=(stop,), daemon=True)

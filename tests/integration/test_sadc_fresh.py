@@ -67,11 +67,10 @@ def _sadf_rows(text: str) -> dict[tuple[str, str, str], dict]:
 
 
 def test_fresh_file_equals_sadf_json(fresh_file: tuple[Path, str, str]) -> None:
-    path, sadf_json, version = fresh_file
-    major, minor = (int(x) for x in version.split(".")[:2])
+    path, sadf_json, _version = fresh_file
     expected = _sadf_rows(sadf_json)
     ours = {}
-    for e in records_of_file(path, Options(sar=(major, minor))):
+    for e in records_of_file(path, Options()):  # the definitions of the sysstat that wrote it
         assert e.topic_key != "dead_letters", e.record
         if e.topic_key == "sysstat_samples":
             r = e.record

@@ -13,9 +13,35 @@ from collections.abc import Iterator
 
 from fleetperf.sources.sysstat import layouts as lay
 
-# The sar whose figures we reproduce. Its definitions change now and then (12.7 redefined memused);
-# `figures(..., sar=(12, 6))` gives an older sar's, e.g. to compare with a distribution's sadf.
-SAR_VERSION = (12, 7)
+# Whose definitions the figures follow. sar's definitions change now and then, memused twice;
+# by default each file gets those of the sysstat that wrote it (its header names the version), so a
+# user comparing with `sar` on the host sees the same figures. `figures(..., sar=(12, 6))` forces one.
+LATEST_SAR = (12, 7, 8)
+SAR_VERSION = LATEST_SAR  # kept for callers that name "the newest sar"
+
+# memused rules (sysstat's pr_stats.c / json_stats.c, by the release that changed them):
+MEMUSED_FREE = "total-free"  # up to 11.7.3 (and every 11.6.x and older): used = total - free
+MEMUSED_UNUSED = "total-free-buffers-cached-slab"  # 11.7.4 .. 12.7.7, capped at total
+MEMUSED_AVAIL = "total-available"  # 12.7.8 on: used = total - available
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """'12.6.1' -> (12, 6, 1); anything unreadable -> the newest sar's definitions."""
+    try:
+        return tuple(int(x) for x in text.split("."))
+    except ValueError:
+        return LATEST_SAR
+
+
+def memused_rule(sar: tuple[int, ...]) -> str:
+    """The memused definition of a sar version (a two-part version means its last release)."""
+    full = sar if len(sar) >= 3 else (*sar, 99)
+    if full >= (12, 7, 8):
+        return MEMUSED_AVAIL
+    if full >= (11, 7, 4):
+        return MEMUSED_UNUSED
+    return MEMUSED_FREE
+
 
 Values = dict[str, float]
 Item = tuple[str, Values]  # (item name: "all", "0", "eth0", "" for one-item activities), values
@@ -118,16 +144,19 @@ def cpu_line(v: Values) -> dict[str, float]:
     }
 
 
-def memory(cur: list[dict], sar: tuple[int, int] = SAR_VERSION) -> Iterator[Item]:
+def memory(cur: list[dict], sar: tuple[int, ...] = SAR_VERSION) -> Iterator[Item]:
     m = cur[0]
     g = m.get
     tlm, tls = g("tlmkb", 0), g("tlskb", 0)
     # files older than MemAvailable (sysstat < 11.x) count free memory as available, as sar does
     avail = g("availablekb", g("frmkb", 0))
-    if sar >= (12, 7):
-        nousedmem = avail  # sar 12.7 on: used = total - available
-    else:  # sar up to 12.6: used = total - free - buffers - cached - slab
+    rule = memused_rule(sar)
+    if rule == MEMUSED_AVAIL:
+        nousedmem = avail
+    elif rule == MEMUSED_UNUSED:
         nousedmem = min(g("frmkb", 0) + g("bufkb", 0) + g("camkb", 0) + g("slabkb", 0), tlm)
+    else:
+        nousedmem = g("frmkb", 0)
     values: Values = {
         "memfree": g("frmkb", 0),
         "avail": avail,
@@ -316,7 +345,7 @@ COMPUTE = {
 
 
 def figures(
-    cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int, sar: tuple[int, int] = SAR_VERSION
+    cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int, sar: tuple[int, ...] = SAR_VERSION
 ) -> Iterator[tuple[str, str, Values]]:
     """(section, item, values) for every known activity present in both records."""
     for aid, (section, fn, kind) in COMPUTE.items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
-from fleetperf.sources.sysstat.rates import SAR_VERSION, cpu_line, figures
+from fleetperf.sources.sysstat.rates import cpu_line, figures, parse_version
 from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes
 
 SOURCE = "sadc"
@@ -22,7 +22,8 @@ _RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "disk", 
 class Options:
     host_id: str | None = None  # default: the file's nodename
     hz: int | None = None  # jiffies/s of the host of an old (pre-0x2175) file; default 100
-    sar: tuple[int, int] = SAR_VERSION  # whose definitions the figures follow (rates.SAR_VERSION)
+    # whose definitions the figures follow; None: those of the sysstat that wrote the file
+    sar: tuple[int, ...] | None = None
 
 
 def steal_trusted(version: str) -> bool:
@@ -54,7 +55,7 @@ class Collector:
         self.host_id = options.host_id or header.nodename or "unknown"
         self.trusted = steal_trusted(header.version)
         self.prev: Record | None = None
-        self.sar = options.sar
+        self.sar = options.sar or parse_version(header.version)
         self.sequence = 0  # records seen: the resume position (Emitted.snapshot)
 
     def host_config(self) -> Emitted:

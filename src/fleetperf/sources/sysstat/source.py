@@ -1,0 +1,58 @@
+"""sysstat binary data files (saDD, written by sadc) of any format version and byte order."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+from fleetperf.ingest.records import Emitted
+from fleetperf.sources.base import Option, Source
+from fleetperf.sources.base import Tail as BaseTail
+from fleetperf.sources.sysstat import records as sadc
+
+OPTIONS = (
+    Option(("--hz",), {"type": int, "help": "sadc: jiffies per second of the host of a pre-11.7 file (default 100)"}),
+    Option(
+        ("--sar-version",),
+        {"help": "sadc: reproduce this sar's definitions, e.g. 12.6 (memused); default: sar 12.7 and later"},
+    ),
+    Option(("--sadc-host-id",), {"help": "sadc: host_id for the file's records (default: the nodename it records)"}),
+)
+
+
+def options_of(opts: argparse.Namespace) -> sadc.Options:
+    version = getattr(opts, "sar_version", None)
+    sar = tuple(int(x) for x in version.split(".")[:2]) if version else None
+    return sadc.Options(
+        host_id=getattr(opts, "sadc_host_id", None), hz=getattr(opts, "hz", None), **({"sar": sar} if sar else {})
+    )
+
+
+class SadcSource(Source):
+    name = "sadc"
+    summary = "sysstat binary files (saDD) written by sadc, any version, recognised by their magic number"
+    sample_topic = "sysstat_samples"
+    name_hints = ("sa[0-9][0-9]", "sa[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]")
+    options = OPTIONS
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return head[:2] in (b"\x96\xd5", b"\xd5\x96")  # sysstat's file magic, either byte order
+
+    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+        return sadc.records_of_file(path, options_of(opts))
+
+    def tail(self, path: Path, opts: argparse.Namespace) -> BaseTail:
+        return SadcTail(sadc.Tail(path, options_of(opts)))
+
+
+class SadcTail(BaseTail):
+    def __init__(self, tail: sadc.Tail) -> None:
+        self.inner = tail
+
+    @property
+    def host_id(self) -> str | None:
+        return self.inner.collector.host_id if self.inner.collector else None
+
+    def poll(self) -> Iterator[Emitted]:
+        return self.inner.poll()
