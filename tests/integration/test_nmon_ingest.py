@@ -12,7 +12,8 @@ import pytest
 from fleetperf.cli.sql_client import query, wait_stable
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
-from fleetperf.ingest.publish import FilePublisher, Summary, ingest
+from fleetperf.ingest.publish import FilePublisher, Summary, ingest, source_options
+from fleetperf.sources import registry
 from fleetperf.sources.nmon.simulate import simulate
 from tests.integration.following import following
 from tests.integration.kafka_read import read_all
@@ -67,15 +68,22 @@ def test_batch_ingest_resumes_after_a_crash_without_duplicates(stack: Settings, 
     )
     data = path.read_bytes()
     cut = len(data) * 2 // 3
-    # first run dies after two thirds of the file (cut mid-line), after its last checkpoint
+    # first run dies after two thirds of the file (cut mid-line), after its last checkpoint: the
+    # file's first two thirds read by the live reader in 4 KiB steps, then checkpointed
     from fleetperf.kafka_avro import AvroProducer
 
+    nmon = registry.get("nmon")
     crashed = FilePublisher(
-        path, UTC, AvroProducer(stack), Ledger(stack.state_dir / "ingest-ledger.sqlite"), Summary(), quiet=True
+        path, nmon, AvroProducer(stack), Ledger(stack.state_dir / "ingest-ledger.sqlite"), Summary(), quiet=True
     )
+    path.write_bytes(b"")
+    tail = nmon.tail(path, source_options(tz="UTC"))
     for start in range(0, cut, 4096):
-        crashed.feed_chunk(data[start : min(start + 4096, cut)])
+        with path.open("ab") as handle:
+            handle.write(data[start : min(start + 4096, cut)])
+        crashed.send_all(tail.poll())
     crashed.checkpoint()
+    path.write_bytes(data)
     first = crashed.progress.last_snapshot
     assert 0 < first < 120
 

@@ -14,7 +14,7 @@ import pytest
 
 from fleetperf.cli.sql_client import query, scalar, wait_stable
 from fleetperf.config import Settings
-from fleetperf.ingest.publish import ingest
+from fleetperf.ingest.publish import ingest, source_options
 from fleetperf.sources.sysstat.records import Options, records_of_file
 from tests.integration.following import following
 from tests.integration.kafka_read import read_all
@@ -27,15 +27,17 @@ def test_sadc_files_land_in_the_warehouse_and_feed_steal(stack: Settings, corpus
     fresh_host = f"sadc-{uuid.uuid4().hex[:8]}"
     fresh = record(tmp_path / "sa23", samples=8)
     fresh_options = Options(host_id=fresh_host)
-    summary = ingest(stack, [str(fresh)], UTC, progress=False, sadc_options=fresh_options)
+    summary = ingest(stack, [str(fresh)], UTC, progress=False, options=source_options(sadc_host_id=fresh_host))
     assert (summary.files, summary.errors) == (1, 0)
-    assert ingest(stack, [str(fresh)], UTC, progress=False, sadc_options=fresh_options).skipped == 1
+    assert (
+        ingest(stack, [str(fresh)], UTC, progress=False, options=source_options(sadc_host_id=fresh_host)).skipped == 1
+    )
 
     # an old big-endian file too: its two implausible intervals are dead letters, the rest lands
     ppc_host = f"ppc-{uuid.uuid4().hex[:8]}"
     ppc = tmp_path / "sa27"
     shutil.copy(corpus / "sysstat" / "binary" / "data-ppc-11.7.2", ppc)
-    ppc_summary = ingest(stack, [str(ppc)], UTC, progress=False, sadc_options=Options(host_id=ppc_host))
+    ppc_summary = ingest(stack, [str(ppc)], UTC, progress=False, options=source_options(sadc_host_id=ppc_host))
     assert ppc_summary.errors == 2
 
     expected = [e.record for e in records_of_file(fresh, fresh_options) if e.topic_key == "sysstat_samples"]

@@ -15,7 +15,6 @@ from fleetperf.cli.sql_client import query, scalar, wait_stable
 from fleetperf.config import Settings
 from fleetperf.ingest.publish import ingest
 from fleetperf.kafka_avro import AvroProducer
-from fleetperf.sources.perfkit.records import Options as ReportOptions
 from fleetperf.sources.zvm import monitor_writer as w
 from fleetperf.sources.zvm.monitor_live import follow
 from fleetperf.sources.zvm.monitor_records import Collector, Options
@@ -41,7 +40,7 @@ def test_monitor_file_and_live_stream_give_tv_ratio(stack: Settings, tmp_path: P
     system = f"MON{uuid.uuid4().hex[:5].upper()}"
     path = tmp_path / "monitor.monwrite"
     path.write_bytes(w.monwrite_file(_fcx112_monitor_data(system)))
-    summary = ingest(stack, [str(path)], UTC, progress=False, perfkit_options=ReportOptions())
+    summary = ingest(stack, [str(path)], UTC, progress=False)
     assert (summary.files, summary.errors) == (1, 0)
     assert ingest(stack, [str(path)], UTC, progress=False).skipped == 1
 

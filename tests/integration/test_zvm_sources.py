@@ -10,7 +10,7 @@ import pytest
 
 from fleetperf.cli.sql_client import query, wait_stable
 from fleetperf.config import Settings
-from fleetperf.ingest.publish import ingest
+from fleetperf.ingest.publish import ingest, source_options
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.perfkit.records import Options, records_of_file
 from fleetperf.sources.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
@@ -28,9 +28,9 @@ def test_tv_ratio_from_toolkit_and_monitor_records(stack: Settings, tmp_path: Pa
     report.write_text((DATA / "fcx112_user.txt").read_text())
     # a system name no other test uses: other tests publish the same report for VMLINUX7
     named = Options(system="ZVMTEST1")
-    summary = ingest(stack, [str(report)], named.tz, progress=False, perfkit_options=named)
+    summary = ingest(stack, [str(report)], named.tz, progress=False, options=source_options(zvm_system=named.system))
     assert (summary.files, summary.errors) == (1, 0)
-    again = ingest(stack, [str(report)], named.tz, progress=False, perfkit_options=named)
+    again = ingest(stack, [str(report)], named.tz, progress=False, options=source_options(zvm_system=named.system))
     assert again.skipped == 1  # a re-run publishes nothing twice
 
     # the same CPU times for LNKDB2 and RSCS as cumulative CPU-timer counters of another system

@@ -1,15 +1,18 @@
-"""Live tail: publish snapshots of nmon files while nmon is still writing them, and records of
-sysstat files while sadc appends to them (a record is published once it is whole).
+"""Live: publish what sources write while they write it, for every source of the registry.
 
-Only complete lines are read; a snapshot is published when the next ZZZZ line shows it is
-complete, so records lag nmon by one interval. Directories are re-scanned for new files (nmon's
-daily rotation starts a new file); a file that has not grown for `finish_idle` seconds while a
-newer file of the same host exists is finished (its last snapshot published) and dropped.
-Progress is checkpointed in the ledger after every poll, so a restart continues where it stopped.
+A file whose source has a live reader (`Source.tail`: nmon, sadc) is followed as it grows; a
+file of any other kind (a Toolkit report, a MONWRITE file, captured command output) is read as a
+whole once it has not grown for `settle` seconds. Directories are re-scanned for new files (nmon's
+daily rotation starts a new file); a followed file that has not grown for `finish_idle` seconds
+while a newer file of the same host exists is finished and dropped. A file that fails (damaged
+header, not a known kind) is reported once, dead-lettered and skipped; following goes on. Progress
+is checkpointed in the ledger after every poll, so a restart continues where it stopped.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -18,27 +21,21 @@ from pathlib import Path
 
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
-from fleetperf.ingest.publish import FilePublisher, Summary, expand
+from fleetperf.ingest.publish import FILE_ERRORS, FilePublisher, Summary, classify, expand, source_options
 from fleetperf.kafka_avro import AvroProducer
-from fleetperf.sources.nmon import native_parser
-from fleetperf.sources.nmon.parser import open_binary
-from fleetperf.sources.sysstat import records as sadc
+from fleetperf.sources.base import Tail
 
 
 @dataclass
-class _Tailed:
+class _Followed:
     publisher: FilePublisher
-    offset: int = 0
-    line_no: int = 0
-    partial: bytes = b""
+    tail: Tail | None  # None: read as a whole once settled
+    size: int = 0
     last_growth: float = 0.0
-    sysstat: sadc.Tail | None = None  # a sysstat file: read by records, not lines
 
     @property
     def host_id(self) -> str | None:
-        if self.sysstat is not None:
-            return self.sysstat.collector.host_id if self.sysstat.collector else None
-        return self.publisher.host_id
+        return self.tail.host_id if self.tail is not None else None
 
 
 class Follower:
@@ -46,31 +43,42 @@ class Follower:
         self,
         settings: Settings,
         inputs: list[str],
-        tz: tzinfo,
+        tz: tzinfo | None = None,
         poll_seconds: float = 1.0,
         finish_idle: float = 120.0,
         producer: AvroProducer | None = None,
+        options: argparse.Namespace | None = None,
+        settle: float = 5.0,
+        status_every: float = 0.0,
     ) -> None:
         self.inputs = inputs
-        self.tz = tz
+        self.opts = options or source_options()
+        if tz is not None:
+            self.opts.tz = getattr(tz, "key", None) or str(tz)
         self.poll_seconds = poll_seconds
         self.finish_idle = finish_idle
+        self.settle = settle
+        self.status_every = status_every
         self.producer = producer or AvroProducer(settings)
         self.ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
         self.summary = Summary()
-        self.files: dict[Path, _Tailed] = {}
+        self.files: dict[Path, _Followed] = {}
         self.finished: set[Path] = set()
         self.stop_event = threading.Event()
 
     def run(self, max_seconds: float | None = None) -> Summary:
-        started = time.monotonic()
+        started = last_status = time.monotonic()
         while not self.stop_event.is_set():
             self.poll_once()
-            if max_seconds is not None and time.monotonic() - started >= max_seconds:
+            now = time.monotonic()
+            if self.status_every and now - last_status >= self.status_every:
+                last_status = now
+                print(f"following {len(self.files)} files: {self.summary.line()}", file=sys.stderr, flush=True)
+            if max_seconds is not None and now - started >= max_seconds:
                 break
             self.stop_event.wait(self.poll_seconds)
-        for tailed in self.files.values():
-            tailed.publisher.checkpoint()
+        for followed in self.files.values():
+            followed.publisher.checkpoint()
         self.summary.seconds = time.monotonic() - started
         return self.summary
 
@@ -78,61 +86,71 @@ class Follower:
         self.stop_event.set()
 
     def poll_once(self) -> None:
-        for path in expand(self.inputs):
-            if path not in self.files and path not in self.finished:
-                publisher = FilePublisher(path, self.tz, self.producer, self.ledger, self.summary)
-                if publisher.already_done():
-                    self.finished.add(path)
-                    continue
-                tail = sadc.Tail(path, sadc.Options()) if sadc.is_sadc_file(path) else None
-                self.files[path] = _Tailed(publisher, last_growth=time.monotonic(), sysstat=tail)
-                self.summary.files += 1
-        for path, tailed in list(self.files.items()):
-            self._read_new_lines(path, tailed)
-            tailed.publisher.checkpoint()
+        for candidate in expand(self.inputs):
+            path = candidate.path
+            if path in self.files or path in self.finished:
+                continue
+            self._start(path, candidate)
+        for path, followed in list(self.files.items()):
+            try:
+                self._poll(path, followed)
+            except FILE_ERRORS as exc:
+                # a poison file is reported and dropped; the others go on
+                followed.publisher.fail(str(exc) or type(exc).__name__)
+                followed.publisher.checkpoint()
+                self.finished.add(path)
+                del self.files[path]
+                continue
+            followed.publisher.checkpoint()
         self._finish_rotated()
 
-    def _read_new_lines(self, path: Path, tailed: _Tailed) -> None:
+    def _start(self, path: Path, candidate: object) -> None:
+        source, problem = classify(candidate)  # type: ignore[arg-type]
+        if source is None:
+            if problem is not None and problem != "empty file":  # an empty file may be about to be written
+                print(f"cannot read {path}: {problem}", file=sys.stderr)
+                self.summary.failed += 1
+                self.finished.add(path)
+            return
+        publisher = FilePublisher(path, source, self.producer, self.ledger, self.summary)
+        if publisher.already_done():
+            self.finished.add(path)
+            return
+        tail = source.tail(path, self.opts)
+        self.files[path] = _Followed(publisher, tail, size=-1, last_growth=time.monotonic())
+        self.summary.files += 1
+
+    def _poll(self, path: Path, followed: _Followed) -> None:
         size = path.stat().st_size
-        if size < tailed.offset + len(tailed.partial):
-            raise RuntimeError(f"{path} shrank from {tailed.offset} to {size} bytes while being followed")
-        if size == tailed.offset + len(tailed.partial):
+        if size < followed.size:
+            raise ValueError(f"shrank from {followed.size} to {size} bytes while being followed")
+        now = time.monotonic()
+        if size != followed.size:
+            self.summary.bytes += max(0, size - max(followed.size, 0))
+            followed.size, followed.last_growth = size, now
+            if followed.tail is not None:
+                followed.publisher.send_all(followed.tail.poll())
             return
-        tailed.last_growth = time.monotonic()
-        if tailed.sysstat is not None:
-            for emitted in tailed.sysstat.poll():
-                tailed.publisher.send(emitted)
-            self.summary.bytes += size - tailed.offset
-            tailed.offset = size
-            tailed.publisher.offset_seen = tailed.sysstat.offset or 0
-            return
-        with open_binary(path) as handle:
-            handle.seek(tailed.offset + len(tailed.partial))
-            data = tailed.partial + handle.read()
-        cut = data.rfind(b"\n") + 1
-        complete, tailed.partial = data[:cut], data[cut:]  # an incomplete last line waits for the rest
-        self.summary.bytes += len(complete)
-        if native_parser.available():
-            tailed.publisher.feed_chunk(complete)
-            tailed.offset += len(complete)
-            return
-        for line in complete.split(b"\n")[:-1]:
-            tailed.line_no += 1
-            raw = line + b"\n"
-            tailed.publisher.feed(raw, tailed.line_no, tailed.offset)
-            tailed.offset += len(raw)
+        if followed.tail is None and now - followed.last_growth >= self.settle:
+            # a whole-file kind that stopped growing: read it once and be done with it
+            publisher = followed.publisher
+            publisher.send_all(publisher.source.read(path, self.opts))
+            publisher.finish()
+            self.finished.add(path)
+            del self.files[path]
 
     def _finish_rotated(self) -> None:
         now = time.monotonic()
-        for path, tailed in list(self.files.items()):
-            if now - tailed.last_growth < self.finish_idle:
+        for path, followed in list(self.files.items()):
+            if followed.tail is None or now - followed.last_growth < self.finish_idle:
                 continue
             newer = [
                 p
-                for p, t in self.files.items()
-                if p != path and t.host_id == tailed.host_id and p.stat().st_mtime > path.stat().st_mtime
+                for p, f in self.files.items()
+                if p != path and f.host_id == followed.host_id and p.stat().st_mtime > path.stat().st_mtime
             ]
             if newer:
-                tailed.publisher.finish()
+                followed.publisher.send_all(followed.tail.finish())
+                followed.publisher.finish()
                 self.finished.add(path)
                 del self.files[path]

@@ -1,11 +1,19 @@
-"""Batch ingestion: files, directories and globs -> collector -> Avro records -> Kafka, resumable."""
+"""The one ingest pipeline every source goes through: files, directories and globs -> the source
+that recognises each file's content (sources/registry.py) -> Avro records -> Kafka, resumable.
+
+What all sources share lives here once: which files are taken (content sniffing, symlink policy),
+the ledger (only what Kafka acknowledged is recorded), dead letters, the progress bar, the summary
+and the exit status."""
 
 from __future__ import annotations
 
+import argparse
 import gc
 import glob
+import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -15,93 +23,97 @@ from tqdm import tqdm
 
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
-from fleetperf.ingest.records import Emitted
+from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.kafka_avro import AvroProducer
+from fleetperf.sources import registry
+from fleetperf.sources.base import Source
 from fleetperf.sources.nmon import native_parser
-from fleetperf.sources.nmon.native_parser import NativeNmonParser
-from fleetperf.sources.nmon.parser import NmonParser, open_binary
-from fleetperf.sources.perfkit import parser as perfkit
-from fleetperf.sources.perfkit.records import Options as PerfkitOptions
-from fleetperf.sources.perfkit.records import records_of_file as perfkit_records
-from fleetperf.sources.sysstat import records as sadc
-from fleetperf.sources.zvm import monitor_records as zvm_monitor
+from fleetperf.sources.nmon.parser import open_binary
 
 CHECKPOINT_SNAPSHOTS = 2000
 PENDING_FILES = 64
+
+# exit status of `ingest` (and `parse`), for scripts and cron; README "Exit status" lists them too
+EXIT_OK = 0  # every file read, every record published
+EXIT_FILE_FAILED = 1  # a file could not be read at all (not a known kind, empty, unreadable, cut header)
+EXIT_USAGE = 2  # wrong command line (argparse's own status)
+EXIT_DEAD_LETTERS = 3  # all files read, but some records were bad input: dead letters, the rest published
+EXIT_UNREACHABLE = 4  # Kafka or the schema registry could not be reached: nothing was lost, run again
+EXIT_CODES = {
+    EXIT_OK: "clean: every file read and published",
+    EXIT_FILE_FAILED: "a file could not be read at all (named on stderr, a dead letter); the others were published",
+    EXIT_USAGE: "wrong command line",
+    EXIT_DEAD_LETTERS: "some records were bad input (dead letters, named on stderr); everything else was published",
+    EXIT_UNREACHABLE: "Kafka or the schema registry is not reachable (start the stack: ./fleetperf up)",
+}
 
 
 @dataclass
 class Summary:
     files: int = 0
     skipped: int = 0
-    snapshots: int = 0
+    failed: int = 0
+    snapshots: int = 0  # nmon snapshots (kept by name: scripts and tests read it)
     records: int = 0
     values: int = 0
     errors: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    samples: Counter[str] = field(default_factory=Counter)  # "nmon snapshots", "sadc records" ...
     error_lines: list[str] = field(default_factory=list)
+    failed_files: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         mb = self.bytes / 1e6
         rate = mb / self.seconds if self.seconds else 0.0
+        samples = ", ".join(f"{kind} {n}" for kind, n in sorted(self.samples.items())) or "no samples"
+        failed = f", failed {self.failed}" if self.failed else ""
         return (
-            f"files {self.files} (skipped, already published: {self.skipped}), snapshots {self.snapshots}, "
+            f"files {self.files} (skipped, already published: {self.skipped}{failed}), {samples}, "
             f"records {self.records}, values {self.values}, errors {self.errors}, "
             f"{mb:.1f} MB in {self.seconds:.1f}s ({rate:.1f} MB/s)"
         )
+
+    def exit_code(self) -> int:
+        if self.failed:
+            return EXIT_FILE_FAILED
+        return EXIT_DEAD_LETTERS if self.errors else EXIT_OK
 
 
 class FilePublisher:
     """Publishes one file's records, skipping what the ledger says Kafka already acknowledged."""
 
     def __init__(
-        self, path: Path, tz: tzinfo, producer: AvroProducer, ledger: Ledger, summary: Summary, quiet: bool = False
+        self,
+        path: Path,
+        source: Source,
+        producer: AvroProducer,
+        ledger: Ledger,
+        summary: Summary,
+        quiet: bool = False,
     ) -> None:
         self.path = path
+        self.source = source
         self.producer = producer
         self.ledger = ledger
         self.summary = summary
         self.quiet = quiet
-        self.tz = tz
-        self.parser = NmonParser(str(path), tz)  # line by line: live tail
-        self.native: NativeNmonParser | None = None  # chunks: backfill
-        self.opener = _opener(path)
-        self.progress = ledger.get(path, self.opener)
+        self.progress = ledger.get(path, _opener)
         self.resume_snapshot = self.progress.last_snapshot
         self.resume_offset = self.progress.last_offset
         self.offset_seen = -1
         self.unsaved = 0
 
-    @property
-    def host_id(self) -> str:
-        return (self.native or self.parser).host_id
-
     def already_done(self) -> bool:
         return self.progress.complete and self.progress.size == self.path.stat().st_size
 
-    def feed(self, raw: bytes, line_no: int, offset: int) -> None:
-        for emitted in self.parser.feed(raw, line_no, offset):
-            self.send(emitted)
-        self.offset_seen = offset
-        if self.unsaved >= CHECKPOINT_SNAPSHOTS:
-            self.checkpoint()
-
-    def feed_chunk(self, chunk: bytes) -> None:
-        """The next bytes of an nmon file, cut anywhere: the native scanner's way in."""
-        if self.native is None:
-            self.native = NativeNmonParser(str(self.path), self.tz)
-        for emitted in self.native.feed(chunk):
-            self.send(emitted)
-        self.offset_seen = self.native.last_line_offset
-        if self.unsaved >= CHECKPOINT_SNAPSHOTS:
-            self.checkpoint()
+    def restart(self) -> None:
+        """--force: publish everything again (the warehouse keys absorb the repeats)."""
+        self.resume_snapshot, self.resume_offset = 0, -1
 
     def finish(self, checkpoint: bool = True) -> None:
-        """The end of the file; `checkpoint=False` leaves the flush and the ledger to the caller
+        """The whole file was read; `checkpoint=False` leaves the flush and the ledger to the caller
         (a backfill takes one checkpoint for many files, see PendingCheckpoints)."""
-        for emitted in (self.native or self.parser).finish():
-            self.send(emitted)
         self.progress.complete = True
         self.progress.size = self.path.stat().st_size
         if checkpoint:
@@ -114,8 +126,14 @@ class FilePublisher:
     def record(self, commit: bool = True) -> None:
         """Save in the ledger how far this file is published; call it after a flush."""
         self.progress.last_offset = max(self.progress.last_offset, self.offset_seen)
-        self.ledger.save(self.path, self.progress, self.opener, commit=commit)
+        self.ledger.save(self.path, self.progress, _opener, commit=commit)
         self.unsaved = 0
+
+    def send_all(self, records: Iterable[Emitted]) -> None:
+        for emitted in records:
+            self.send(emitted)
+            if self.unsaved >= CHECKPOINT_SNAPSHOTS:
+                self.checkpoint()
 
     def send(self, emitted: Emitted) -> None:
         if emitted.snapshot and emitted.snapshot <= self.resume_snapshot:
@@ -124,8 +142,10 @@ class FilePublisher:
             r = emitted.record
             if r["byte_offset"] <= self.resume_offset:
                 return
+            self.offset_seen = max(self.offset_seen, r["byte_offset"])
             self.summary.errors += 1
-            message = f"{r['origin_file']}:{r['line']} (byte {r['byte_offset']}): {r['error']}"
+            where = f"{r['line']} (byte {r['byte_offset']})" if r["line"] else f"byte {r['byte_offset']}"
+            message = f"{r['origin_file']}:{where}: {r['error']}"
             self.summary.error_lines.append(message)
             if not self.quiet:
                 print(f"bad input: {message}", file=sys.stderr)
@@ -134,14 +154,26 @@ class FilePublisher:
         else:
             self.producer.send(emitted.topic_key, emitted.record, key=emitted.key)
         self.summary.records += 1
+        if emitted.topic_key == self.source.sample_topic:
+            self.summary.samples[f"{self.source.name} {self.source.sample_word}"] += 1
+            self.unsaved += 1
         if emitted.topic_key == "nmon_snapshots":
             self.summary.snapshots += 1
             self.summary.values += emitted.values
-            self.unsaved += 1
         elif emitted.topic_key == "sysstat_samples":
             self.summary.values += len(emitted.record["metrics"])
         if emitted.snapshot:
             self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
+
+    def fail(self, error: str) -> None:
+        """The file could not be read (further): one message, one dead letter; not ledgered as done."""
+        self.summary.failed += 1
+        self.summary.failed_files.append(f"{self.path}: {error}")
+        self.producer.send(
+            "dead_letters", dead_letter(self.source.name, str(self.path), 0, 0, error, b"").record, key=str(self.path)
+        )
+        if not self.quiet:
+            print(f"cannot read {self.path}: {error}", file=sys.stderr)
 
 
 class PendingCheckpoints:
@@ -175,43 +207,101 @@ class PendingCheckpoints:
         self.snapshots = 0
 
 
-def _opener(path: Path):  # noqa: ANN202
-    return lambda p, mode: open_binary(p)
+def _opener(p: Path, mode: str = "rb"):  # noqa: ANN202 - the ledger hashes what the source reads
+    return open_binary(p)
 
 
-def expand(inputs: Iterable[str]) -> Iterator[Path]:
-    """Files as given; directories recursively (*.nmon, *.nmon.gz, sysstat saDD files and Performance
-    Toolkit reports); shell-style globs."""
+# which files are taken -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    explicit: bool  # named by the user (a file or a glob match), not found in a directory walk
+
+
+def expand(inputs: Iterable[str], follow_symlinks: bool = False) -> Iterator[Candidate]:
+    """Files as given; directories recursively; shell-style globs. In a directory walk a symlink is
+    followed only when it stays inside the directory given (or with follow_symlinks): a link to a
+    secret file elsewhere must not end up in dead letters."""
     for item in inputs:
         matches = [Path(m) for m in sorted(glob.glob(item, recursive=True))] if glob.has_magic(item) else [Path(item)]
         if not matches:
             raise FileNotFoundError(f"no file matches {item}")
         for path in matches:
             if path.is_dir():
-                yield from sorted(p for p in path.rglob("*") if p.is_file() and _collectable(p))
+                yield from _walk(path, follow_symlinks)
             elif path.exists():
-                yield path
+                yield Candidate(path, explicit=True)
             else:
                 raise FileNotFoundError(f"no such file: {path}")
 
 
-def _collectable(path: Path) -> bool:
-    return ".nmon" in path.name or sadc.is_sadc_file(path) or zvm_monitor.sniff(path) or perfkit.sniff(path)
+def _walk(root: Path, follow_symlinks: bool) -> Iterator[Candidate]:
+    top = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if path.is_symlink() and not follow_symlinks:
+                target = path.resolve()
+                if not target.is_relative_to(top):
+                    note = f"fleetperf: skipped {path}: a symlink out of {root} (--follow-symlinks takes it)"
+                    print(note, file=sys.stderr)
+                    continue
+            if path.is_file():
+                yield Candidate(path, explicit=False)
 
 
+def classify(candidate: Candidate) -> tuple[Source | None, str | None]:
+    """(source, None) to read it; (None, reason) to report it as a file that cannot be read;
+    (None, None) to pass over it quietly (an unrelated file found in a directory)."""
+    path = candidate.path
+    try:
+        head = registry.head_of(path)
+    except OSError as exc:
+        return None, f"cannot open: {exc.strerror or exc}"
+    source = registry.detect(path, head)
+    if source is not None:
+        return source, None
+    hinted = registry.named_like(path)
+    if not candidate.explicit and hinted is None:
+        return None, None
+    if not head:
+        return None, "empty file"
+    if hinted is not None:
+        return None, f"not {_article(hinted.name)} {hinted.name} file (its content is not what {hinted.name} writes)"
+    kinds = ", ".join(registry.SOURCES)
+    return None, f"not a file of a kind fleetperf reads ({kinds}); see README 'What fleetperf reads'"
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiouAEIOU" or word in ("nmon", "sadc") else "a"
+
+
+def source_options(**values: object) -> argparse.Namespace:
+    """Every source option at its default, with `values` set: for callers that are not the CLI."""
+    parser = argparse.ArgumentParser(add_help=False)
+    registry.add_options(parser, list(registry.SOURCES.values()))
+    opts = parser.parse_args([])
+    for key, value in values.items():
+        setattr(opts, key, value)
+    return opts
+
+
+# the batch pipeline ----------------------------------------------------------------------------
 def ingest(
     settings: Settings,
     inputs: Iterable[str],
-    tz: tzinfo,
+    tz: tzinfo | None = None,
     force: bool = False,
     progress: bool = True,
     producer: AvroProducer | None = None,
-    perfkit_options: PerfkitOptions | None = None,
-    sadc_options: sadc.Options | None = None,
+    options: argparse.Namespace | None = None,
+    follow_symlinks: bool = False,
 ) -> Summary:
-    files = list(expand(inputs))
-    if progress and not native_parser.available() and any(".nmon" in p.name for p in files):
-        print("fleetperf: native nmon scanner not built; nmon goes through the slower Python parser", file=sys.stderr)
+    opts = options or source_options()
+    if tz is not None:
+        opts.tz = getattr(tz, "key", None) or str(tz)
+    candidates = list(expand(inputs, follow_symlinks))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
     producer = producer or AvroProducer(settings)
     # what is loaded by now outlives the backfill: keep the cyclic collector from walking it again
@@ -219,38 +309,49 @@ def ingest(
     # the end, so that a long-lived caller's garbage is collectable again
     gc.freeze()
     try:
-        return _ingest_files(files, tz, force, progress, producer, ledger, perfkit_options, sadc_options)
+        return _ingest_files(candidates, opts, force, progress, producer, ledger)
     finally:
         gc.unfreeze()
 
 
 def _ingest_files(
-    files: list[Path],
-    tz: tzinfo,
+    candidates: list[Candidate],
+    opts: argparse.Namespace,
     force: bool,
     progress: bool,
     producer: AvroProducer,
     ledger: Ledger,
-    perfkit_options: PerfkitOptions | None,
-    sadc_options: sadc.Options | None,
 ) -> Summary:
     summary = Summary()
     started = time.monotonic()
-    total = sum(p.stat().st_size for p in files)
+    taken: list[tuple[Path, Source]] = []
+    for candidate in candidates:
+        source, problem = classify(candidate)
+        if source is not None:
+            taken.append((candidate.path, source))
+        elif problem is not None:
+            _unreadable(candidate.path, problem, producer, summary, progress)
+    if progress and not native_parser.available() and any(s.name == "nmon" for _, s in taken):
+        print("fleetperf: native nmon scanner not built; nmon goes through the slower Python parser", file=sys.stderr)
+    total = sum(p.stat().st_size for p, _ in taken)
     pending = PendingCheckpoints(producer, ledger)
-    with tqdm(total=total, unit="B", unit_scale=True, disable=not progress, desc="ingest") as bar:
+    stderr_bar = progress and sys.stderr.isatty()  # frames of a bar are noise in a log file
+    with tqdm(total=total, unit="B", unit_scale=True, disable=not stderr_bar, desc="ingest") as bar:
         try:
-            for path in files:
+            for path, source in taken:
                 size = path.stat().st_size
-                publisher = FilePublisher(path, tz, producer, ledger, summary, quiet=progress)
+                publisher = FilePublisher(path, source, producer, ledger, summary, quiet=progress)
                 if force:
-                    publisher.resume_snapshot, publisher.resume_offset = 0, -1
+                    publisher.restart()
                 elif publisher.already_done():
                     summary.skipped += 1
                     bar.update(size)
                     continue
-                _publish_file(publisher, tz, perfkit_options, sadc_options)
-                pending.add(publisher)
+                if _publish_file(publisher, opts):
+                    pending.add(publisher)
+                else:
+                    pending.save()  # what was acknowledged of the failed file, not its completion
+                    publisher.checkpoint()
                 summary.files += 1
                 summary.bytes += size
                 bar.update(size)
@@ -258,65 +359,36 @@ def _ingest_files(
             pending.save()  # what Kafka has by now is kept: the next run continues after it
             raise
         pending.save()
+        producer.flush()
     summary.seconds = time.monotonic() - started
     if progress:
         for message in summary.error_lines[:20]:
             print(f"bad input: {message}", file=sys.stderr)
         if len(summary.error_lines) > 20:
             print(f"... and {len(summary.error_lines) - 20} more (table dead_letters)", file=sys.stderr)
+        for message in summary.failed_files:
+            print(f"cannot read {message}", file=sys.stderr)
     return summary
 
 
-def _publish_file(
-    publisher: FilePublisher,
-    tz: tzinfo,
-    perfkit_options: PerfkitOptions | None,
-    sadc_options: sadc.Options | None,
-) -> None:
-    """Every record of one file, finished but not checkpointed (the caller's PendingCheckpoints)."""
-    path = publisher.path
-    whole = _whole_file_records(path, perfkit_options or PerfkitOptions(tz=tz), sadc_options or sadc.Options())
-    if whole is not None:
-        publish_complete(publisher, whole)
-    elif native_parser.available():
-        with open_binary(path) as handle:
-            while chunk := handle.read(native_parser.CHUNK):
-                publisher.feed_chunk(chunk)
-        publisher.finish(checkpoint=False)
-    else:
-        offset = 0
-        with open_binary(path) as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                publisher.feed(raw, line_no, offset)
-                offset += len(raw)
-        publisher.finish(checkpoint=False)
+def _unreadable(path: Path, problem: str, producer: AvroProducer, summary: Summary, loud: bool) -> None:
+    summary.failed += 1
+    summary.failed_files.append(f"{path}: {problem}")
+    producer.send("dead_letters", dead_letter("ingest", str(path), 0, 0, problem, b"").record, key=str(path))
 
 
-def _whole_file_records(
-    path: Path, report_options: PerfkitOptions, sadc_options: sadc.Options
-) -> Iterable[Emitted] | None:
-    """Records of a file read as a whole (sysstat, CP monitor data, Toolkit reports), or None for an
-    nmon file, which is read line by line."""
-    if sadc.is_sadc_file(path):
-        return sadc.records_of_file(path, sadc_options)
-    if ".nmon" in path.name:
-        return None
-    if zvm_monitor.sniff(path):
-        return _numbered(zvm_monitor.records_of_file(path, zvm_monitor.Options(system=report_options.system)))
-    if perfkit.sniff(path):
-        return perfkit_records(path, report_options)
-    return None
+# what a source raises when a whole file cannot be read (bad header, a report missing an option);
+# anything else is a bug and is raised
+FILE_ERRORS = (ValueError, OSError, EOFError, UnicodeError)
 
 
-def _numbered(records: Iterable[Emitted]) -> Iterator[Emitted]:
-    """Positions for resuming a file read as a whole: the n-th record it makes."""
-    for n, emitted in enumerate(records, start=1):
-        yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
-
-
-def publish_complete(publisher: FilePublisher, records: Iterable[Emitted]) -> None:
-    """All records of a file read as a whole (a file is complete when written; after a crash,
-    records acknowledged before it are skipped by their position)."""
-    for emitted in records:
-        publisher.send(emitted)
+def _publish_file(publisher: FilePublisher, opts: argparse.Namespace) -> bool:
+    """Every record of one file, finished but not checkpointed (the caller's PendingCheckpoints);
+    False if the file failed part-way (what was sent stays sent and is ledgered, not the file)."""
+    try:
+        publisher.send_all(publisher.source.read(publisher.path, opts))
+    except FILE_ERRORS as exc:
+        publisher.fail(str(exc) or type(exc).__name__)
+        return False
     publisher.finish(checkpoint=False)
+    return True

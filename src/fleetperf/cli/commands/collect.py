@@ -1,0 +1,75 @@
+"""`fleetperf collect`: live collectors of the sources that have one (hpmstat, entstat, the z/VM
+CP monitor) and Linux bonding state, published as they report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fleetperf import config
+from fleetperf.cli.common import EPILOG
+from fleetperf.sources import registry
+
+HELP = (
+    "run a live collector and publish: hpmstat / entstat on this AIX host (or captured output with --file),"
+    " the z/VM CP monitor from /dev/monreader, Linux bonding state"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("collect", help=HELP, description=HELP, epilog=EPILOG)
+    p.set_defaults(func=run)
+    inner = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for source in registry.SOURCES.values():
+        if not source.can_collect():
+            continue
+        sp = inner.add_parser(source.name, help=source.summary, description=source.summary, epilog=EPILOG)
+        registry.add_options(sp, [source], collect=True)
+        if source.name != "zvm":
+            sp.add_argument("--file", nargs="+", help="captured command output instead of running the command")
+    bond = inner.add_parser("bonding", help="Linux bonding (LACP) state from /proc/net/bonding", epilog=EPILOG)
+    bond.add_argument("--proc-dir", default="/proc/net/bonding", help="where the bond files are")
+    bond.add_argument("--host-id", help="host identity (default: this host's)")
+    bond.add_argument("--hostname", help="host name (default: this host's)")
+
+
+def run(args: argparse.Namespace, s: config.Settings) -> int:
+    from fleetperf.kafka_avro import AvroProducer
+
+    producer = AvroProducer(s)
+    published = 0
+
+    def publish(records: list) -> None:  # noqa: ANN001
+        nonlocal published
+        for emitted in records:
+            producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+        producer.flush()
+        published += len(records)
+        print(f"published {len(records)} {args.kind} records", flush=True)
+
+    if args.kind == "bonding":
+        from fleetperf.ingest.aggregations import bonding_records
+        from fleetperf.sources.aix.source import identity
+
+        publish(list(bonding_records(Path(args.proc_dir), identity(args))))
+        return 0
+    source = registry.get(args.kind)
+    if getattr(args, "file", None) and args.kind != "zvm":
+        from fleetperf.ingest.publish import FILE_ERRORS
+
+        for name in args.file:
+            try:
+                publish(list(source.read(Path(name), args)))
+            except FILE_ERRORS as exc:
+                print(f"{name}: {exc}", file=sys.stderr)
+                return 1
+        return 0
+    try:
+        for records in source.collect(args):
+            publish(records)
+    except KeyboardInterrupt:
+        pass
+    producer.flush()
+    print(f"published {published} records")
+    return 0

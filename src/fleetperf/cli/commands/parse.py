@@ -1,0 +1,75 @@
+"""`fleetperf parse`: the Kafka messages files make, as JSON lines (no Kafka needed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from fleetperf import config
+from fleetperf.cli.common import EXIT_EPILOG
+from fleetperf.sources import registry
+
+HELP = "print the Kafka messages files make, as JSON lines: topic, key, value (no Kafka needed)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "parse", help=HELP, description=HELP, epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.set_defaults(func=run)
+    p.add_argument("source", choices=["auto", *registry.SOURCES], help="the files' kind; auto: recognised by content")
+    p.add_argument("files", nargs="+", help="files, directories or quoted globs")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    registry.add_options(p, list(registry.SOURCES.values()))
+
+
+def run(args: argparse.Namespace, s: config.Settings) -> int:
+    """JSON lines on stdout; bad input and a summary on stderr; exit status as `ingest`'s."""
+    from tqdm import tqdm
+
+    from fleetperf.ingest.publish import EXIT_DEAD_LETTERS, EXIT_FILE_FAILED, EXIT_OK, FILE_ERRORS, classify, expand
+
+    candidates = list(expand(args.files))
+    counts: Counter[str] = Counter()
+    problems: list[str] = []
+    failed = 0
+    out = sys.stdout
+    names = {key: s.topic(key).name for key in s.topics}
+    show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
+    for candidate in tqdm(candidates, unit="file", desc="parse", disable=not show, file=sys.stderr):
+        source, problem = classify(candidate)
+        if args.source != "auto" and (source is None or source.name != args.source):
+            forced = registry.get(args.source)
+            if source is None and problem is None:
+                continue
+            source, problem = forced, None
+        if source is None:
+            if problem is not None:
+                failed += 1
+                print(f"cannot read {candidate.path}: {problem}", file=sys.stderr)
+            continue
+        try:
+            for emitted in source.read(Path(candidate.path), args):
+                if emitted.topic_key == "dead_letters":
+                    r = emitted.record
+                    where = f"line {r['line']}, " if r["line"] else ""
+                    problems.append(f"{r['origin_file']} ({where}byte {r['byte_offset']}): {r['error']}")
+                counts[emitted.topic_key] += 1
+                message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": emitted.record}
+                try:
+                    out.write(json.dumps(message, allow_nan=False) + "\n")
+                except ValueError:  # a non-finite number: never printed as a value
+                    problems.append(f"{candidate.path}: a {emitted.topic_key} record held a non-finite number")
+        except FILE_ERRORS as exc:
+            failed += 1
+            print(f"cannot read {candidate.path}: {exc}", file=sys.stderr)
+    for message in problems:
+        print(f"bad input: {message}", file=sys.stderr)
+    made = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no records"
+    print(f"{len(candidates)} files: {made}; {len(problems)} errors, {failed} files unreadable", file=sys.stderr)
+    if failed:
+        return EXIT_FILE_FAILED
+    return EXIT_DEAD_LETTERS if problems else EXIT_OK

@@ -1,0 +1,51 @@
+"""What several commands share: the exit-status text, the reachability check of the stack."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+from fleetperf import config
+
+EPILOG = "Settings: config/fleetperf.toml; override any key with FLEETPERF__SECTION__KEY=value."
+EXIT_EPILOG = (
+    "exit status: 0 clean; 1 a file could not be read at all (named on stderr, dead-lettered; the others"
+    " were published); 2 wrong command line; 3 some records were bad input (dead letters, everything else"
+    " published); 4 Kafka or the schema registry not reachable (nothing published; start the stack:"
+    " ./fleetperf up).\n" + EPILOG
+)
+
+
+class StackUnreachableError(ConnectionError):
+    pass
+
+
+def stack_unreachable() -> tuple[type[BaseException], ...]:
+    """Errors that mean the stack is down rather than the input bad."""
+    errors: list[type[BaseException]] = [StackUnreachableError, ConnectionError]
+    try:
+        import httpx
+
+        errors += [httpx.ConnectError, httpx.ConnectTimeout]
+    except ImportError:  # pragma: no cover - httpx comes with the registry client
+        pass
+    return tuple(errors)
+
+
+def check_stack(s: config.Settings, timeout: float = 3.0) -> None:
+    """Fails fast, with one message, when Kafka's bootstrap address or the registry does not answer
+    (instead of librdkafka's retry lines and a client traceback)."""
+    first = s.bootstrap.split(",")[0]
+    host, _, port = first.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise StackUnreachableError(f"Kafka at {first}: {exc.strerror or exc}") from exc
+    try:
+        urllib.request.urlopen(f"{s.registry_url}/subjects", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        pass  # it answered (authentication or the like is the client's business)
+    except (OSError, ValueError) as exc:
+        raise StackUnreachableError(f"schema registry at {s.registry_url}: {exc}") from exc

@@ -1,0 +1,88 @@
+"""AIX command output: hpmstat (PMU counters, SLB/ERAT misses) and entstat (EtherChannel/LACP ports).
+Two sources in one folder because they share the error type, the records and the command runner."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from fleetperf.ingest.identity import HostIdentity, local_identity
+from fleetperf.ingest.records import Emitted
+from fleetperf.sources.aix import collect
+from fleetperf.sources.base import Option, Source
+
+IDENTITY = (
+    Option(("--host-id",), {"help": "hpmstat/entstat: host identity (default: this host's <serial>-<lpar id>)"}),
+    Option(("--hostname",), {"help": "hpmstat/entstat: host name (default: this host's)"}),
+    Option(("--ts",), {"help": "hpmstat/entstat: ISO time of a captured output (default: file modification time)"}),
+)
+INTERVAL = (
+    Option(("--interval",), {"type": float, "default": 300, "help": "seconds between runs (default 300)"}),
+    Option(("--once",), {"action": "store_true", "help": "run once and exit (for cron)"}),
+)
+
+
+def identity(opts: argparse.Namespace) -> HostIdentity:
+    host_id, hostname = getattr(opts, "host_id", None), getattr(opts, "hostname", None)
+    if host_id or hostname:
+        return HostIdentity(host_id or hostname, hostname or host_id)
+    return local_identity()
+
+
+def ts_ms(opts: argparse.Namespace) -> int | None:
+    ts = getattr(opts, "ts", None)
+    return int(datetime.fromisoformat(ts).timestamp() * 1000) if ts else None
+
+
+class _AixCommand(Source):
+    kind: ClassVar[str]
+    options = IDENTITY
+
+    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+        records = collect.from_file(self.kind, path, identity(opts), ts_ms(opts))
+        for n, emitted in enumerate(records, start=1):
+            yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
+
+    def collect(self, opts: argparse.Namespace) -> Iterator[list[Emitted]]:
+        argv = collect.command(
+            self.kind, getattr(opts, "adapter", "ent0"), getattr(opts, "group", 10), getattr(opts, "seconds", 60)
+        )
+        return collect.run(self.kind, argv, identity(opts), opts.interval, opts.once)
+
+
+_HPM_FIELD = re.compile(rb"^\s*(Execution time \(wall clock time\)|Counting duration|Group)\s*:", re.M)
+
+
+class HpmstatSource(_AixCommand):
+    name = "hpmstat"
+    kind = "hpmstat"
+    summary = "AIX `hpmstat -r -g N` output (PMU counter groups), by its report fields and PM_ counters"
+    sample_topic = "hpm_samples"
+    collect_options = (
+        *IDENTITY,
+        *INTERVAL,
+        Option(("--group",), {"type": int, "default": 10, "help": "hpmstat: counter group (10 = SLB misses)"}),
+        Option(("--seconds",), {"type": int, "default": 60, "help": "hpmstat: counting time per report"}),
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return bool(_HPM_FIELD.search(head)) and b"PM_" in head
+
+
+class EntstatSource(_AixCommand):
+    name = "entstat"
+    kind = "entstat"
+    summary = "AIX `entstat -d` output (EtherChannel ports, LACP state), by its ETHERNET STATISTICS blocks"
+    sample_topic = "net_port_samples"
+    collect_options = (
+        *IDENTITY,
+        *INTERVAL,
+        Option(("--adapter",), {"default": "ent0", "help": "entstat: adapter, e.g. the EtherChannel ent2"}),
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return b"ETHERNET STATISTICS (" in head

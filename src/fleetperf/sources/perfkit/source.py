@@ -1,0 +1,51 @@
+"""z/VM Performance Toolkit reports saved as text (FCX112, FCX162, FCX225, FCX126)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from datetime import date, time
+from pathlib import Path
+
+from fleetperf.ingest.records import Emitted
+from fleetperf.sources.base import TZ, Option, Source, tz_of
+from fleetperf.sources.perfkit import parser
+from fleetperf.sources.perfkit.records import Options, records_of_file
+
+ZVM_SYSTEM = Option(
+    ("--zvm-system",), {"help": "z/VM system name (default: what the report or the monitor data names)"}
+)
+OPTIONS = (
+    TZ,
+    ZVM_SYSTEM,
+    Option(("--cpc",), {"help": "Toolkit FCX126: CPC identity (default: the processor type and model printed)"}),
+    Option(("--date",), {"help": "Toolkit: date of the report, YYYY-MM-DD (default: the 'on yyyy/mm/dd' it prints)"}),
+    Option(("--at",), {"help": "Toolkit: end of the interval, HH:MM:SS, for reports that print no interval"}),
+    Option(("--interval-seconds",), {"type": float, "help": "Toolkit: interval length of a one-row log report"}),
+)
+
+
+def options_of(opts: argparse.Namespace) -> Options:
+    day, at = getattr(opts, "date", None), getattr(opts, "at", None)
+    return Options(
+        system=getattr(opts, "zvm_system", None),
+        cpc=getattr(opts, "cpc", None),
+        day=date.fromisoformat(day) if day else None,
+        at=time.fromisoformat(at) if at else None,
+        interval_s=getattr(opts, "interval_seconds", None),
+        tz=tz_of(opts),
+    )
+
+
+class PerfkitSource(Source):
+    name = "perfkit"
+    summary = "z/VM Performance Toolkit reports as text (FCX112, FCX162, FCX225, FCX126), by their table titles"
+    sample_topic = "zvm_guest_samples"
+    options = OPTIONS
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        text = head.decode("utf-8", "replace")
+        return any(parser._table_start(parser._MARKUP.sub("", line.strip())) for line in text.splitlines())
+
+    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+        return records_of_file(path, options_of(opts))
