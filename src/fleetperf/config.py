@@ -119,3 +119,17 @@ def load(environ: dict[str, str] | None = None) -> Settings:
     data = tomllib.loads(DEFAULTS_FILE.read_text())
     _apply_env(data, dict(os.environ if environ is None else environ))
     return Settings(data)
+
+
+def job_settings(settings: Settings) -> dict[str, Any]:
+    """The Flink job's only settings input (stream-jobs JobSettings reads it as JSON): the resolved
+    values, env overrides included, so the job keeps no defaults of its own. Each topic carries its
+    schema file and registry subject, the mapping the Python producers use too."""
+    return {
+        "kafka": {"bootstrap": settings.bootstrap},
+        "registry": {"url": settings.registry_url},
+        "topics": {
+            key: {"name": t.name, "schema": t.schema_file, "subject": t.subject} for key, t in settings.topics.items()
+        },
+        "flink": {**settings["flink"], "flag_rules": str(settings.flag_rules)},
+    }

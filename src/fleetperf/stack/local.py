@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings
+from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings, job_settings
 from fleetperf.kafka_avro import ensure_topics, register_schemas
 from fleetperf.stack import install
 from fleetperf.stack.process import Process, http_ok, port_open
@@ -86,56 +86,22 @@ class LocalStack:
             where=f"http://127.0.0.1:{f['rest_port']} (MiniCluster REST)",
         )
 
+    @property
+    def job_settings_path(self) -> Path:
+        return self.state / "job-settings.json"
+
     def job_args(self) -> list[str]:
-        f = self.s["flink"]
-        return [
-            "--bootstrap",
-            self.s.bootstrap,
-            "--registry",
-            self.s.registry_url,
-            "--source-topic",
-            self.s.topic("cpu_samples").name,
-            "--sink-topic",
-            self.s.topic("derived_metrics").name,
-            "--hpm-topic",
-            self.s.topic("hpm_samples").name,
-            "--port-topic",
-            self.s.topic("net_port_samples").name,
-            "--zvm-guest-topic",
-            self.s.topic("zvm_guest_samples").name,
-            "--zvm-system-topic",
-            self.s.topic("zvm_system_samples").name,
-            "--tv-min-virtual-seconds",
-            str(f["tv_min_virtual_seconds"]),
-            "--flag-topic",
-            self.s.topic("anomaly_flags").name,
-            "--flag-rules",
-            str(self.s.flag_rules),
-            "--flag-max-gap-windows",
-            str(f["flag_max_gap_windows"]),
-            "--delivery",
-            f["delivery"],
-            "--checkpoint-dir",
-            str(self.state / "flink-checkpoints"),
-            "--dead-letter-topic",
-            self.s.topic("dead_letters").name,
-            "--group-id",
-            f["group_id"],
-            "--window-seconds",
-            str(f["window_seconds"]),
-            "--out-of-orderness-seconds",
-            str(f["out_of_orderness_seconds"]),
-            "--idle-flush-seconds",
-            str(f["idle_flush_seconds"]),
-            "--stream-retain-seconds",
-            str(f["stream_retain_seconds"]),
-            "--checkpoint-interval-seconds",
-            str(f["checkpoint_interval_seconds"]),
-            "--rest-port",
-            str(f["rest_port"]),
-            "--parallelism",
-            str(f["parallelism"]),
-        ]
+        """The job reads everything from one JSON file (written by write_job_settings on start)."""
+        return ["--settings", str(self.job_settings_path)]
+
+    def write_job_settings(self) -> Path:
+        """config.job_settings plus where this stack keeps the job's checkpoints."""
+        data = job_settings(self.s)
+        data["flink"]["checkpoint_dir"] = str(self.state / "flink-checkpoints")
+        path = self.job_settings_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return path
 
     def warehouse(self) -> Process:
         return Process(
@@ -207,6 +173,7 @@ class LocalStack:
             install.registry_jar(self.s)
         elif name == "flink":
             install.job_jar()
+            self.write_job_settings()
         elif name == "warehouse":
             from fleetperf.warehouse import superset_setup
 

@@ -12,12 +12,53 @@ import java.util.stream.Stream;
 final class Checkpoints {
   private Checkpoints() {}
 
+  /**
+   * Layout of the job's state. Raise it when a change makes old checkpoints unreadable, e.g. the
+   * classes kept in state are renamed or moved (Flink's POJO serializer records class names).
+   * 2: the job's classes moved from io.fleetperf.jobs into wire / samples / windows / flags.
+   */
+  static final int STATE_LAYOUT = 2;
+
+  static final String LAYOUT_FILE = "state-layout";
+
+  /**
+   * The newest checkpoint this version of the job can restore. Checkpoints of another state
+   * layout are moved aside (into {@code superseded-layout-N/}, kept for a downgrade) and the job
+   * starts without state: its Kafka sources resume from the offsets the consumer group committed
+   * with the last checkpoint, so only windows open at that moment are emitted from fewer samples
+   * (and replaced by nothing better). Writes the current layout for the next start.
+   */
+  static Optional<Path> restorable(Path root) {
+    try {
+      Files.createDirectories(root);
+      Path marker = root.resolve(LAYOUT_FILE);
+      int layout = Files.exists(marker) ? Integer.parseInt(Files.readString(marker).trim()) : 1;
+      if (layout != STATE_LAYOUT) {
+        Path aside = root.resolve("superseded-layout-" + layout);
+        try (Stream<Path> jobs = Files.list(root)) {
+          for (Path job : jobs.filter(Files::isDirectory).filter(p -> !p.getFileName().toString()
+              .startsWith("superseded-")).toList()) {
+            Files.createDirectories(aside);
+            Files.move(job, aside.resolve(job.getFileName()));
+            System.out.println("checkpoint " + job + " has state layout " + layout + ", this job reads "
+                + STATE_LAYOUT + ": moved to " + aside + "; starting from the committed Kafka offsets");
+          }
+        }
+        Files.writeString(marker, STATE_LAYOUT + "\n");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return newest(root);
+  }
+
   static Optional<Path> newest(Path root) {
     if (!Files.isDirectory(root)) {
       return Optional.empty();
     }
     try (Stream<Path> jobs = Files.list(root)) {
       return jobs.filter(Files::isDirectory)
+          .filter(p -> !p.getFileName().toString().startsWith("superseded-"))
           .flatMap(Checkpoints::children)
           .filter(p -> p.getFileName().toString().startsWith("chk-") && Files.exists(p.resolve("_metadata")))
           .max(Comparator.comparingLong(Checkpoints::modified));

@@ -1,0 +1,230 @@
+package io.fleetperf.jobs;
+
+import io.fleetperf.jobs.flags.AnomalyFlag;
+import io.fleetperf.jobs.flags.FlagDetector;
+import io.fleetperf.jobs.flags.FlagFunction;
+import io.fleetperf.jobs.samples.CounterDeltas;
+import io.fleetperf.jobs.samples.CpuSample;
+import io.fleetperf.jobs.samples.HpmSample;
+import io.fleetperf.jobs.samples.LateSample;
+import io.fleetperf.jobs.samples.PortCounters;
+import io.fleetperf.jobs.samples.PortDelta;
+import io.fleetperf.jobs.samples.Sample;
+import io.fleetperf.jobs.samples.ZvmCpuSample;
+import io.fleetperf.jobs.windows.CpuWindowAccumulator;
+import io.fleetperf.jobs.windows.DerivedMetric;
+import io.fleetperf.jobs.windows.LacpWindowAccumulator;
+import io.fleetperf.jobs.windows.PerStreamWindows;
+import io.fleetperf.jobs.windows.SlbWindowAccumulator;
+import io.fleetperf.jobs.windows.TvWindowAccumulator;
+import io.fleetperf.jobs.windows.WindowAccumulator;
+import io.fleetperf.jobs.wire.AnomalyFlagSerializer;
+import io.fleetperf.jobs.wire.DerivedMetricSerializer;
+import io.fleetperf.jobs.wire.LateSampleSerializer;
+import io.fleetperf.jobs.wire.RegistryAvroDeserializer;
+import java.util.Optional;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.SerializationSchema;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.OutputTag;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+
+/**
+ * Tumbling event-time windows per host and source stream ({@link PerStreamWindows}):
+ * cpu-samples -> steal_pct, physc, entc_pct; hpm-samples -> slb/dslb/islb/ierat miss rates, cpi,
+ * mips; net-port-samples -> lacp hash skew; zvm-guest/system-samples -> tv_ratio, cp_overhead_pct
+ * and system busy, capture ratio, eligible list, paging; all -> derived-metrics topic.
+ */
+public final class DerivedMetricsJob {
+  private DerivedMetricsJob() {}
+
+  public static void main(String[] args) throws Exception {
+    JobSettings o = JobSettings.parse(args);
+    Configuration conf = new Configuration();
+    if (o.parallelism > 0) {
+      conf.set(CoreOptions.DEFAULT_PARALLELISM, o.parallelism);
+    }
+    if (o.restPort > 0) {
+      conf.set(RestOptions.PORT, o.restPort);
+      conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+    }
+    if (!o.checkpointDir.isEmpty()) {
+      java.nio.file.Path dir = java.nio.file.Path.of(o.checkpointDir).toAbsolutePath();
+      conf.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
+      conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, dir.toUri().toString());
+      conf.set(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
+          ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
+      conf.set(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS, 3);
+      // a restart (crash, kill, upgrade) continues from the newest complete checkpoint: window state,
+      // Kafka offsets and the open transactions' fate all come from there
+      Checkpoints.restorable(dir).ifPresent(chk -> {
+        System.out.println("restoring from checkpoint " + chk);
+        conf.set(StateRecoveryOptions.SAVEPOINT_PATH, chk.toString());
+        // an operator removed by an upgrade must not block the restore of the others
+        conf.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
+      });
+    }
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+    env.enableCheckpointing(o.checkpointInterval.toMillis(), CheckpointingMode.EXACTLY_ONCE);
+    build(env, o);
+    env.execute("fleetperf-derived-metrics");
+  }
+
+  /** The late side outputs of the windows built by one build() call. */
+  private static final ThreadLocal<java.util.List<DataStream<LateSample>>> LATE =
+      ThreadLocal.withInitial(java.util.ArrayList::new);
+
+  static void build(StreamExecutionEnvironment env, JobSettings o) {
+    LATE.get().clear();
+    // Event time is kept per host and source stream inside PerStreamWindows, not as a
+    // partition-wide watermark.
+    DataStream<DerivedMetric> metrics =
+        windows(o, source(env, o, o.topic(JobSettings.CPU_SAMPLES), CpuSample.class, CpuSample::fromAvro),
+            CpuSample.class, CpuWindowAccumulator.class, CpuWindowAccumulator::new, "cpu");
+    Optional<JobSettings.Topic> hpm = o.optionalTopic(JobSettings.HPM_SAMPLES);
+    if (hpm.isPresent()) {
+      metrics = metrics.union(
+          windows(o, source(env, o, hpm.get(), HpmSample.class, HpmSample::fromAvro),
+              HpmSample.class, SlbWindowAccumulator.class, SlbWindowAccumulator::new, "slb"));
+    }
+    Optional<JobSettings.Topic> ports = o.optionalTopic(JobSettings.NET_PORT_SAMPLES);
+    if (ports.isPresent()) {
+      DataStream<PortDelta> deltas =
+          source(env, o, ports.get(), PortCounters.class, PortCounters::fromAvro)
+              .keyBy(PortCounters::portKey, Types.STRING)
+              .process(new CounterDeltas(), TypeInformation.of(PortDelta.class))
+              .name("port-deltas")
+              .uid("port-deltas");
+      metrics = metrics.union(
+          windows(o, deltas, PortDelta.class, LacpWindowAccumulator.class, LacpWindowAccumulator::new, "lacp"));
+    }
+
+    double floor = o.tvMinVirtualS;
+    Optional<JobSettings.Topic> zvmGuests = o.optionalTopic(JobSettings.ZVM_GUEST_SAMPLES);
+    if (zvmGuests.isPresent()) {
+      metrics = metrics.union(
+          windows(o, source(env, o, zvmGuests.get(), ZvmCpuSample.class, ZvmCpuSample::fromGuestAvro),
+              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-guest"));
+    }
+    Optional<JobSettings.Topic> zvmSystems = o.optionalTopic(JobSettings.ZVM_SYSTEM_SAMPLES);
+    if (zvmSystems.isPresent()) {
+      metrics = metrics.union(
+          windows(o, source(env, o, zvmSystems.get(), ZvmCpuSample.class, ZvmCpuSample::fromSystemAvro),
+              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-system"));
+    }
+
+    JobSettings.Topic derived = o.topic(JobSettings.DERIVED_METRICS);
+    KafkaSink<DerivedMetric> sink = kafkaSink(o, derived.name, "derived",
+        new DerivedMetricSerializer(o.registryUrl, derived.subject, derived.schema), m -> m.entityId);
+    metrics.sinkTo(sink).name("derived-metrics").uid("derived-metrics-sink");
+
+    DataStream<LateSample> late = null;
+    for (DataStream<LateSample> l : LATE.get()) {
+      late = late == null ? l : late.union(l);
+    }
+    Optional<JobSettings.Topic> deadLetters = o.optionalTopic(JobSettings.DEAD_LETTERS);
+    if (late != null && deadLetters.isPresent()) {
+      JobSettings.Topic dl = deadLetters.get();
+      late.sinkTo(kafkaSink(o, dl.name, "late",
+              new LateSampleSerializer(o.registryUrl, dl.subject, dl.schema, o.outOfOrderness.toMillis()),
+              l -> l.stream))
+          .name("late-samples")
+          .uid("late-samples-sink");
+    } else if (late != null) {
+      late.print("late sample").name("late-samples");
+    }
+
+    Optional<JobSettings.Topic> flagTopic = o.optionalTopic(JobSettings.ANOMALY_FLAGS);
+    if (flagTopic.isPresent()) {
+      JobSettings.Topic ft = flagTopic.get();
+      FlagDetector detector = o.flagDetector();
+      DataStream<AnomalyFlag> flags =
+          metrics
+              .filter(m -> m.isFinal && detector.watches(m.metric))
+              .name("final-windows")
+              .keyBy(FlagFunction::key, Types.STRING)
+              .process(new FlagFunction(detector), TypeInformation.of(AnomalyFlag.class))
+              .name("flags")
+              .uid("flags");
+      flags.sinkTo(kafkaSink(o, ft.name, "flags",
+              new AnomalyFlagSerializer(o.registryUrl, ft.subject, ft.schema), f -> f.entityId))
+          .name("anomaly-flags")
+          .uid("anomaly-flags-sink");
+    }
+  }
+
+  /** Below the broker's transaction.max.timeout.ms (15 min by default), above any checkpoint pause. */
+  private static final String TRANSACTION_TIMEOUT_MS = "600000";
+
+  /** A key for Kafka's partitioning (the entity), as a function Flink can ship. */
+  interface KeyOf<T> extends java.util.function.Function<T, String>, java.io.Serializable {}
+
+  /** Exactly once: one transaction per checkpoint, under a prefix per output. */
+  private static <T> KafkaSink<T> kafkaSink(
+      JobSettings o, String topic, String prefix, SerializationSchema<T> value,
+      KeyOf<T> key) {
+    return KafkaSink.<T>builder()
+        .setBootstrapServers(o.bootstrap)
+        .setRecordSerializer(
+            KafkaRecordSerializationSchema.<T>builder()
+                .setTopic(topic)
+                .setKeySerializationSchema(v -> key.apply(v).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .setValueSerializationSchema(value)
+                .build())
+        .setDeliveryGuarantee(o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE)
+        .setTransactionalIdPrefix(o.groupId + "-" + prefix)
+        .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        .build();
+  }
+
+  private static <T> DataStream<T> source(
+      StreamExecutionEnvironment env, JobSettings o, JobSettings.Topic topic, Class<T> type,
+      RegistryAvroDeserializer.Mapper<T> mapper) {
+    KafkaSource<T> source =
+        KafkaSource.<T>builder()
+            .setBootstrapServers(o.bootstrap)
+            .setTopics(topic.name)
+            .setGroupId(o.groupId)
+            .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+            .setDeserializer(new RegistryAvroDeserializer<>(o.registryUrl, topic.schema, type, mapper))
+            .build();
+    // the uid keeps the topic name: a restore finds the source's offsets under it
+    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic.name).uid("source-" + topic.name);
+  }
+
+  private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
+      JobSettings o, DataStream<T> samples, Class<T> sampleType, Class<A> accumulator,
+      PerStreamWindows.SerializableSupplier<A> newAccumulator, String name) {
+    OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(sampleType));
+    SingleOutputStreamOperator<DerivedMetric> out =
+        samples
+            .keyBy(Sample::streamKey, Types.STRING)
+            .process(
+                new PerStreamWindows<>(accumulator, newAccumulator, late, o.window.toMillis(),
+                    o.outOfOrderness.toMillis(), o.idleFlush.toMillis(), o.streamRetain.toMillis()),
+                TypeInformation.of(DerivedMetric.class))
+            .name(name + "-windows")
+            .uid(name + "-windows");
+    DataStream<LateSample> lateSamples =
+        out.getSideOutput(late).map(s -> new LateSample(name, s), TypeInformation.of(LateSample.class))
+            .name(name + "-late");
+    LATE.get().add(lateSamples);
+    return out;
+  }
+}

@@ -1,0 +1,30 @@
+package io.fleetperf.jobs.samples;
+
+/** Identity and time every sample carries; public fields so Flink treats subclasses as POJOs. */
+public abstract class BaseSample implements Sample {
+  public String hostId;
+  public String hostname;
+  public long ts;
+  /** The source stream the sample came from (origin file or command); one stream is in order. */
+  public String stream = "";
+
+  @Override
+  public long ts() {
+    return ts;
+  }
+
+  @Override
+  public String hostId() {
+    return hostId;
+  }
+
+  @Override
+  public String hostname() {
+    return hostname;
+  }
+
+  @Override
+  public String streamKey() {
+    return hostId + "|" + stream;
+  }
+}

@@ -1,0 +1,57 @@
+package io.fleetperf.jobs.samples;
+
+import org.apache.avro.generic.GenericRecord;
+
+/** The fields of schemas/cpu_sample.avsc the CPU window job reads (a Flink POJO). */
+public class CpuSample extends BaseSample {
+  public double intervalS;
+  public Double stealPct;
+  public Double physc;
+  public Double entitled;
+  /** AIX shared pool: its size and its idle processors (null where the source has no pool). */
+  public Double poolCpus;
+  public Double poolIdle;
+
+  public CpuSample() {}
+
+  public CpuSample(
+      String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled) {
+    this(hostId, hostname, ts, intervalS, stealPct, physc, entitled, "");
+  }
+
+  public CpuSample(
+      String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled,
+      String stream) {
+    this.hostId = hostId;
+    this.hostname = hostname;
+    this.ts = ts;
+    this.intervalS = intervalS;
+    this.stealPct = stealPct;
+    this.physc = physc;
+    this.entitled = entitled;
+    this.stream = stream;
+  }
+
+  /** The same sample with the AIX shared pool seen from this LPAR. */
+  public CpuSample withPool(Double poolCpus, Double poolIdle) {
+    this.poolCpus = poolCpus;
+    this.poolIdle = poolIdle;
+    return this;
+  }
+
+  public static CpuSample fromAvro(GenericRecord r) {
+    // records written before the pool fields existed have none (schema evolution)
+    Double poolCpus = r.hasField("pool_cpus") ? (Double) r.get("pool_cpus") : null;
+    Double poolIdle = r.hasField("pool_idle") ? (Double) r.get("pool_idle") : null;
+    return new CpuSample(
+        r.get("host_id").toString(),
+        r.get("hostname").toString(),
+        (Long) r.get("ts"),
+        (Double) r.get("interval_s"),
+        (Double) r.get("steal_pct"),
+        (Double) r.get("physc"),
+        (Double) r.get("entitled"),
+        r.get("origin_file").toString())
+        .withPool(poolCpus, poolIdle);
+  }
+}

@@ -1,0 +1,210 @@
+package io.fleetperf.jobs.windows;
+
+import io.fleetperf.jobs.samples.Sample;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * Tumbling event-time windows with one event clock per source stream (host and file, see
+ * {@link Sample#streamKey()}) instead of one watermark per Kafka partition. What a window sums and
+ * which metrics it yields is the accumulator's business ({@link CpuWindowAccumulator},
+ * {@link SlbWindowAccumulator}).
+ *
+ * <p>Why: a file written by nmon or sadc is an ordered stream of one host, but a fleet backfill
+ * interleaves files of many hosts and periods, and users backfill last year's archive of a host
+ * while today's file of the same host streams live. With a shared watermark (or one clock per
+ * host) the older data would be dropped as late. With one clock per stream, each file's windows
+ * close on that file's own time: a window closes when the stream's newest sample is
+ * {@code outOfOrderness} past its end.
+ *
+ * <p>A stream that goes quiet for {@code idle} of processing time emits early results for its open
+ * windows (is_final=false), so the last minutes of a file do not wait for data that may never
+ * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
+ * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
+ * state is dropped. Samples for a window already closed go to the late side output.
+ */
+public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
+    extends KeyedProcessFunction<String, T, DerivedMetric> {
+  private final OutputTag<T> late;
+  private final Class<A> accumulatorClass;
+  private final SerializableSupplier<A> newAccumulator;
+
+  private final long size;
+  private final long outOfOrderness;
+  private final long idle;
+  private final long retain;
+  private transient MapState<Long, A> open;
+  private transient ValueState<StreamClock> clock;
+
+  /**
+   * Processing-time timers are rounded up to whole seconds and a stream keeps one: the idle check,
+   * registered only when its second changes (Flink's timer service hashes every registration, even
+   * a duplicate); the end-of-stream check is registered by the idle check. Measured with
+   * bench/flink_throughput.py, see docs/capacity.md.
+   */
+  static final long TIMER_GRANULARITY_MS = 1000;
+
+  static long timerAt(long t) {
+    return Math.floorDiv(t + TIMER_GRANULARITY_MS - 1, TIMER_GRANULARITY_MS) * TIMER_GRANULARITY_MS;
+  }
+
+  /** Everything a stream keeps besides its open windows: one state lookup per sample. */
+  public static class StreamClock {
+    /** Newest sample time (event time). */
+    public long newest = Long.MIN_VALUE;
+    /** Processing time of the newest arrival. */
+    public long lastArrival;
+    /** Early results emitted since the last arrival. */
+    public boolean flushed;
+    /** Earliest time at which an open window closes (its end + out-of-orderness). */
+    public long nextClose = Long.MAX_VALUE;
+    /** The idle and end-of-stream timers registered last. */
+    public long idleTimer;
+    public long retainTimer;
+
+    public StreamClock() {}
+  }
+
+  /** A Supplier Flink can ship with the job. */
+  public interface SerializableSupplier<A> extends Supplier<A>, java.io.Serializable {}
+
+  public PerStreamWindows(
+      Class<A> accumulatorClass, SerializableSupplier<A> newAccumulator, OutputTag<T> late, long sizeMillis,
+      long outOfOrdernessMillis, long idleMillis, long retainMillis) {
+    this.accumulatorClass = accumulatorClass;
+    this.newAccumulator = newAccumulator;
+    this.late = late;
+    this.size = sizeMillis;
+    this.outOfOrderness = outOfOrdernessMillis;
+    this.idle = idleMillis;
+    this.retain = Math.max(retainMillis, idleMillis);
+  }
+
+  @Override
+  public void open(OpenContext context) {
+    open = getRuntimeContext()
+        .getMapState(new MapStateDescriptor<>("open-windows", Types.LONG, TypeInformation.of(accumulatorClass)));
+    clock = getRuntimeContext().getState(new ValueStateDescriptor<>("stream-clock", StreamClock.class));
+  }
+
+  /** Start of the tumbling window holding {@code ts}. */
+  static long windowStart(long ts, long size) {
+    return ts - Math.floorMod(ts, size);
+  }
+
+  @Override
+  public void processElement(T s, Context ctx, Collector<DerivedMetric> out) throws Exception {
+    StreamClock c = clock.value();
+    if (c == null) {
+      c = new StreamClock();
+      // windows restored without a clock (state of an older job version) still close in time
+      c.nextClose = earliestClose();
+    }
+    long start = windowStart(s.ts(), size);
+    if (c.newest != Long.MIN_VALUE && closed(start, c.newest)) {
+      ctx.output(late, s);
+      return;
+    }
+    A acc = open.get(start);
+    if (acc == null) {
+      acc = newAccumulator.get();
+      c.nextClose = Math.min(c.nextClose, start + size + outOfOrderness);
+    }
+    acc.add(s);
+    open.put(start, acc);
+    if (s.ts() > c.newest) {
+      c.newest = s.ts();
+      if (c.newest >= c.nextClose) {
+        closeUpTo(c, out);
+      }
+    }
+    long now = ctx.timerService().currentProcessingTime();
+    c.lastArrival = now;
+    c.flushed = false;
+    long idleAt = timerAt(now + idle);
+    if (idleAt != c.idleTimer) {
+      ctx.timerService().registerProcessingTimeTimer(idleAt);
+      c.idleTimer = idleAt;
+    }
+    clock.update(c);
+  }
+
+  private boolean closed(long start, long newest) {
+    return start + size + outOfOrderness <= newest;
+  }
+
+  private long earliestClose() throws Exception {
+    long earliest = Long.MAX_VALUE;
+    for (Long start : open.keys()) {
+      earliest = Math.min(earliest, start + size + outOfOrderness);
+    }
+    return earliest;
+  }
+
+  private void closeUpTo(StreamClock c, Collector<DerivedMetric> out) throws Exception {
+    List<Long> done = new ArrayList<>();
+    long earliest = Long.MAX_VALUE;
+    for (Map.Entry<Long, A> e : open.entries()) {
+      if (closed(e.getKey(), c.newest)) {
+        emit(e.getKey(), e.getValue(), true, out);
+        done.add(e.getKey());
+      } else {
+        earliest = Math.min(earliest, e.getKey() + size + outOfOrderness);
+      }
+    }
+    for (Long start : done) {
+      open.remove(start);
+    }
+    c.nextClose = earliest;
+  }
+
+  @Override
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out) throws Exception {
+    StreamClock c = clock.value();
+    if (c == null) {
+      return;
+    }
+    if (timestamp >= c.lastArrival + retain) {
+      // quiet for `retain`: the stream has ended
+      for (Map.Entry<Long, A> e : open.entries()) {
+        emit(e.getKey(), e.getValue(), true, out);
+      }
+      open.clear();
+      clock.clear();
+      return;
+    }
+    if (timestamp < c.lastArrival + idle) {
+      return; // a later sample moved the idle check; its own timer comes
+    }
+    if (!c.flushed) {
+      for (Map.Entry<Long, A> e : open.entries()) {
+        emit(e.getKey(), e.getValue(), false, out);
+      }
+      c.flushed = true;
+    }
+    long retainAt = timerAt(c.lastArrival + retain);
+    if (retainAt != c.retainTimer) {
+      ctx.timerService().registerProcessingTimeTimer(retainAt);
+      c.retainTimer = retainAt;
+    }
+    clock.update(c);
+  }
+
+  private void emit(long start, A acc, boolean isFinal, Collector<DerivedMetric> out) {
+    for (DerivedMetric m : acc.metrics(start, start + size, isFinal, System.currentTimeMillis())) {
+      out.collect(m);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+package io.fleetperf.jobs.windows;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fleetperf.jobs.samples.CpuSample;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.util.OutputTag;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class PerStreamWindowsTest {
+  private static final long MIN = 60_000;
+  private static final OutputTag<CpuSample> LATE = new OutputTag<>("late", TypeInformation.of(CpuSample.class));
+  private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> harness;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    harness = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new PerStreamWindows<>(CpuWindowAccumulator.class, CpuWindowAccumulator::new,
+            LATE, MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
+        Types.STRING);
+    harness.open();
+    harness.setProcessingTime(0);
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    harness.close();
+  }
+
+  private void steal(String host, long ts, double steal) throws Exception {
+    steal(host, "file1", ts, steal);
+  }
+
+  private void steal(String host, String file, long ts, double steal) throws Exception {
+    harness.processElement(new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null, file)));
+  }
+
+  private List<DerivedMetric> output() {
+    return harness.extractOutputValues();
+  }
+
+  @Test
+  void windowClosesOnItsHostsClockAfterTheOutOfOrdernessAllowance() throws Exception {
+    steal("a", 10_000, 2.0);
+    steal("a", 50_000, 4.0);
+    steal("a", 62_000, 9.0); // next window, but within 5 s of the first one's end
+    assertTrue(output().isEmpty());
+    steal("a", 58_000, 6.0); // out of order, still accepted
+    steal("a", 65_000, 9.0); // clock reaches end + 5 s: window [0, 60 s) is final
+    List<DerivedMetric> out = output();
+    assertEquals(1, out.size());
+    assertEquals(4.0, out.get(0).value, 1e-12);
+    assertEquals(3, out.get(0).samples);
+    assertTrue(out.get(0).isFinal);
+    assertEquals(0, out.get(0).windowStart);
+    assertEquals(MIN, out.get(0).windowEnd);
+  }
+
+  @Test
+  void hostsKeepTheirOwnClocksSoAnOldFileOfAnotherHostIsNotLate() throws Exception {
+    steal("new", 400 * MIN, 1.0);
+    steal("new", 402 * MIN, 1.0);
+    steal("old", 10_000, 7.0); // years "behind" host "new": still a fresh window for host "old"
+    steal("old", 2 * MIN, 7.0);
+    assertEquals(List.of("new", "old"), output().stream().map(m -> m.entityId).toList());
+    assertTrue(harness.getSideOutput(LATE) == null
+        || harness.getSideOutput(LATE).isEmpty());
+  }
+
+  @Test
+  void lastYearsFileOfAHostIsNotLateBehindTodaysLiveFile() throws Exception {
+    steal("a", "today.nmon", 400 * MIN, 1.0);
+    steal("a", "today.nmon", 402 * MIN, 1.0);
+    steal("a", "lastyear.nmon", 10_000, 7.0);
+    steal("a", "lastyear.nmon", 2 * MIN, 7.0);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertEquals(List.of("a", "a"), out.stream().map(m -> m.entityId).toList());
+    assertEquals(0, out.get(1).windowStart);
+    assertEquals(7.0, out.get(1).value, 1e-12);
+  }
+
+  @Test
+  void anEndedStreamIsEmittedAsFinalAndItsStateDropped() throws Exception {
+    steal("a", 10_000, 2.0);
+    harness.setProcessingTime(3_000);
+    assertFalse(output().get(0).isFinal);
+    harness.setProcessingTime(20_000);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertTrue(out.get(1).isFinal);
+    assertEquals(2.0, out.get(1).value, 1e-12);
+    assertEquals(0, harness.numKeyedStateEntries());
+    steal("a", 5_000, 4.0); // the stream's clock is gone with its state: not late any more
+    assertTrue(harness.getSideOutput(LATE) == null);
+  }
+
+  @Test
+  void sampleForAnAlreadyClosedWindowGoesToTheLateOutput() throws Exception {
+    steal("a", 10_000, 1.0);
+    steal("a", 2 * MIN, 1.0);
+    int before = output().size();
+    steal("a", 20_000, 50.0);
+    assertEquals(before, output().size());
+    assertEquals(1, harness.getSideOutput(LATE).size());
+  }
+
+  @Test
+  void quietHostGetsAnEarlyResultThenTheFinalOneReplacesIt() throws Exception {
+    steal("a", 10_000, 2.0);
+    harness.setProcessingTime(2_000);
+    assertTrue(output().isEmpty());
+    harness.setProcessingTime(3_000); // quiet for the idle period
+    List<DerivedMetric> early = output();
+    assertEquals(1, early.size());
+    assertFalse(early.get(0).isFinal);
+    assertEquals(2.0, early.get(0).value, 1e-12);
+
+    steal("a", 20_000, 4.0);
+    steal("a", 70_000, 0.0);
+    List<DerivedMetric> all = output();
+    DerivedMetric last = all.get(all.size() - 1);
+    assertTrue(last.isFinal);
+    assertEquals(3.0, last.value, 1e-12);
+    assertEquals(2, last.samples);
+  }
+
+  @Test
+  void timersOfEarlierSamplesDoNotFlushABusyHost() throws Exception {
+    steal("a", 10_000, 2.0);
+    harness.setProcessingTime(2_000);
+    steal("a", 20_000, 2.0);
+    harness.setProcessingTime(3_500); // first sample's timer fires, but the host was active at 2 s
+    assertTrue(output().isEmpty());
+    harness.setProcessingTime(5_000);
+    assertEquals(1, output().size());
+  }
+
+  @Test
+  void samplesOfOneSecondShareTheirTimers() throws Exception {
+    for (int i = 0; i < 50; i++) {
+      harness.setProcessingTime(10_001 + i * 10); // 50 samples within one second
+      steal("a", 10_000 + i * 100, 1.0);
+    }
+    // one idle check (3 s) rounded up to a whole second, not one per sample
+    assertEquals(1, harness.numProcessingTimeTimers());
+    harness.setProcessingTime(14_000); // quiet: early results, and the end-of-stream check (20 s)
+    assertEquals(1, output().size());
+    assertEquals(1, harness.numProcessingTimeTimers());
+    harness.setProcessingTime(31_000); // quiet for 20 s after 10.491 s: the stream has ended
+    assertEquals(2, output().size());
+    assertTrue(output().get(1).isFinal);
+    assertEquals(0, harness.numProcessingTimeTimers());
+    assertEquals(13_000, PerStreamWindows.timerAt(13_000));
+    assertEquals(14_000, PerStreamWindows.timerAt(13_001));
+  }
+
+  @Test
+  void windowStartHandlesNegativeAndExactBoundaries() {
+    assertEquals(0, PerStreamWindows.windowStart(0, MIN));
+    assertEquals(MIN, PerStreamWindows.windowStart(MIN, MIN));
+    assertEquals(-MIN, PerStreamWindows.windowStart(-1, MIN));
+  }
+}
