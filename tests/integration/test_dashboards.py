@@ -16,13 +16,14 @@ import pytest
 from fleetperf.cli.sql_client import wait_stable
 from fleetperf.config import REPO_ROOT, Settings
 from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+from fleetperf.demo.simulate import Fault, simulate
 from fleetperf.ingest.identity import HostIdentity
 from fleetperf.ingest.publish import ingest
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.aix.collect import from_file
-from fleetperf.sources.nmon.simulate import Fault, simulate
 from fleetperf.sources.perfkit.records import Options, records_of_file
 from fleetperf.stack.install import browser
+from tests.golden import HPMSTAT_BEFORE_LSA
 from tests.integration.test_aix_ingest import _etherchannel_capture
 from tests.unit.test_perfkit import DATA
 
@@ -61,9 +62,8 @@ def _load_fleet(stack: Settings, tmp: Path) -> None:
     assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
 
     producer = AvroProducer(stack)
-    seed = (REPO_ROOT.parent / "shared" / "seeds" / "000_c877cdba3fe1c591.txt").read_text().splitlines()
     hpm = tmp / "hpmstat.txt"
-    hpm.write_text("\n".join(seed[8278:8335]))
+    hpm.write_text(HPMSTAT_BEFORE_LSA)
     aix = HostIdentity("02DASH1-3", "aixdash")
     ts = int((now - timedelta(minutes=20)).replace(tzinfo=UTC).timestamp() * 1000)
     records = list(from_file("hpmstat", hpm, aix, ts))

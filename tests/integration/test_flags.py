@@ -13,8 +13,8 @@ import pytest
 
 from fleetperf.cli.sql_client import query, wait_stable
 from fleetperf.config import Settings
+from fleetperf.demo.simulate import Fault, Host, write_fleet
 from fleetperf.ingest.publish import ingest
-from fleetperf.sources.nmon.simulate import Fault, Host, write_fleet
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from fleetperf.config import Settings
+from fleetperf.demo.simulate import simulate
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.nmon.parser import parse_file
-from fleetperf.sources.nmon.simulate import simulate
 from fleetperf.stack.local import LocalStack
 from tests.integration.expected import window_metrics
 from tests.integration.kafka_read import read_all

@@ -11,10 +11,10 @@ import pytest
 
 from fleetperf.cli.sql_client import query, wait_stable
 from fleetperf.config import Settings
+from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.publish import FilePublisher, Summary, ingest, source_options
 from fleetperf.sources import registry
-from fleetperf.sources.nmon.simulate import simulate
 from tests.integration.following import following
 from tests.integration.kafka_read import read_all
 

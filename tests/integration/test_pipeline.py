@@ -13,8 +13,8 @@ import requests
 from fleetperf.cli.sql_client import query, scalar, wait_stable
 from fleetperf.config import Settings
 from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.publish import ingest
-from fleetperf.sources.nmon.simulate import simulate
 from tests.integration.expected import snapshots, window_metrics
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import pytest
 
 from fleetperf import config
 from fleetperf.config import Settings
+from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.publish import ingest
-from fleetperf.sources.nmon.simulate import simulate
 from fleetperf.warehouse.clickhouse import migrate
 from fleetperf.warehouse.sink import Sink
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.sources.nmon.parser import parse_file
-from fleetperf.sources.nmon.simulate import simulate
 
 
 def test_simulation_is_seeded_and_rotates_daily(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from fleetperf.cli.common import EPILOG
 
 def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     from fleetperf.cli.sql_client import query, wait_stable
+    from fleetperf.demo.simulate import Fault, simulate
     from fleetperf.ingest.publish import ingest
-    from fleetperf.sources.nmon.simulate import Fault, simulate
     from fleetperf.stack import install
     from fleetperf.stack.local import LocalStack
 

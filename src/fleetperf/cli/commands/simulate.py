@@ -11,7 +11,7 @@ from fleetperf.cli.common import EPILOG
 
 
 def cmd_simulate(args: argparse.Namespace, s: config.Settings) -> int:
-    from fleetperf.sources.nmon.simulate import Fault, simulate
+    from fleetperf.demo.simulate import Fault, simulate
 
     start = datetime.fromisoformat(args.start) if args.start else _default_start(args.hours)
     faults = tuple(Fault.parse(text, start) for text in args.fault)

@@ -1,0 +1,1 @@
+"""Demo and benchmark data generators: not collectors, kept apart from the sources."""
