@@ -131,8 +131,8 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
 def test_frame_pool_size_comes_from_the_typed_cpu_samples(embedded_path: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
+    from fleetperf.demo.simulate import simulate
     from fleetperf.sources.nmon.parser import parse_file
-    from fleetperf.sources.nmon.simulate import simulate
 
     start = datetime.now().replace(second=0, microsecond=0) - timedelta(hours=1)
     files = simulate(tmp_path, 4, start, timedelta(minutes=30), 60, 2)
