@@ -26,6 +26,8 @@ _INF = 1 << 30
 class Reading:
     values: dict[str, Any]
     ambiguous: list[str] = field(default_factory=list)
+    # cells that fit their column's shape but do not convert (a 5,000-digit integer): left empty
+    unreadable: list[str] = field(default_factory=list)
 
 
 def tokens_of(line: str) -> list[str]:
@@ -85,6 +87,7 @@ def align(tokens: list[str], columns: tuple[Column, ...]) -> Reading | None:
                     backward[i][j] = min(backward[i][j], backward[i + 1][j + 1])
     values: dict[str, Any] = {c.field: None for c in columns}
     unsure: set[str] = set()
+    unreadable: list[str] = []
     for i, token in enumerate(tokens):
         places = [j for j in range(m) if fits[i][j] and forward[i][j] + backward[i + 1][j + 1] == best]
         if len(places) > 1:
@@ -92,7 +95,10 @@ def align(tokens: list[str], columns: tuple[Column, ...]) -> Reading | None:
             continue
         column = columns[places[0]]
         if token != BLANK and not _MISSING.match(token):
-            values[column.field] = column.shape.convert(token)
+            try:
+                values[column.field] = column.shape.convert(token)
+            except (ValueError, OverflowError):
+                unreadable.append(column.field)
     for name in unsure:
         values[name] = None
-    return Reading(values, sorted(unsure))
+    return Reading(values, sorted(unsure), unreadable)

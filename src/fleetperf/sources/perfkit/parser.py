@@ -10,17 +10,19 @@ report says about itself (FCX title line, "Interval hh:mm:ss-hh:mm:ss, on yyyy/m
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from fleetperf.sources.perfkit.align import align, tokens_of
 from fleetperf.sources.perfkit.layouts import BY_FCX, LAYOUTS, Layout
 
 # prose lines tolerated inside a table before it counts as ended (figure captions, notes)
 _END_AFTER = 4
+# the longest line read as a possible row; report lines are a few hundred characters
+MAX_LINE = 64 * 1024
 _HEADER_LINES = 6
 _MARKUP = re.compile(r"</?u>|\[|\]\(#\)")
 _TITLE = re.compile(r"^\s*(FCX\d{3})\b(.*)$")
@@ -42,6 +44,8 @@ class Row:
     line: int
     offset: int
     ambiguous: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    raw: str = ""
 
 
 @dataclass
@@ -85,7 +89,7 @@ class _Reader:
             return
         if self.table is not None and self._row(text, line_no, offset):
             return
-        self._context(stripped, line_no)
+        self._context(stripped, line_no, offset)
         layout = _table_start(stripped)
         if layout is not None:
             self._start(layout, stripped, line_no, offset, raw)
@@ -107,7 +111,9 @@ class _Reader:
                 self.scan.problems.append(problem)
             self.pending.clear()
             self.prose = 0
-            self.table.rows.append(Row(kind, reading.values, line_no, offset, reading.ambiguous))
+            self.table.rows.append(
+                Row(kind, reading.values, line_no, offset, reading.ambiguous, reading.unreadable, text)
+            )
             return True
         self.prose += 1
         if self.prose > _END_AFTER:
@@ -118,7 +124,17 @@ class _Reader:
             )
         return False
 
-    def _context(self, line: str, line_no: int) -> None:
+    def _date(self, found: re.Match[str], line: str, line_no: int, offset: int) -> None:
+        day = calendar_date(*(int(g) for g in found.groups()))
+        if day is None:
+            text = "/".join(found.groups())
+            self.scan.problems.append(Problem(line_no, offset, f"date {text} is not a calendar date", line))
+            self.context.pop("date", None)
+            self.context["bad_date"] = text
+        else:
+            self.context["date"] = day
+
+    def _context(self, line: str, line_no: int, offset: int) -> None:
         title = _TITLE.match(line)
         if title:
             fcx = title.group(1)
@@ -135,11 +151,13 @@ class _Reader:
         if interval:
             self.context["interval"] = (interval.group(1), interval.group(2))
             if interval.group(3):
-                self.context["date"] = date(*(int(interval.group(k)) for k in (3, 4, 5)))
+                found = _DATE.search(line, interval.start(3))
+                assert found is not None
+                self._date(found, line, line_no, offset)
         elif _TITLE.match(line) and _DATE.search(line):
             found = _DATE.search(line)
             assert found is not None
-            self.context["date"] = date(*(int(g) for g in found.groups()))
+            self._date(found, line, line_no, offset)
         for key, pattern in (("collected_in", _PARTITION), ("cpc_model", _MODEL), ("userid", _USER)):
             hit = pattern.search(line)
             if hit:
@@ -186,18 +204,58 @@ def _looks_like_row(tokens: list[str], layout: Layout) -> bool:
     return any(_FIGURE.match(w) for w in words[1:])
 
 
-def scan_lines(path: str, lines: Iterable[str]) -> Scan:
+def calendar_date(year: int, month: int, day: int) -> date | None:
+    """The date, or None for one no calendar has (2024/02/30) or out of the plausible range."""
+    if not 1980 <= year <= 2200:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def scan_lines(path: str, lines: Iterable[str], max_line: int = MAX_LINE) -> Scan:
+    return _scan(path, ((raw, len(raw.encode("utf-8", "surrogateescape"))) for raw in lines), max_line)
+
+
+def _scan(path: str, lines: Iterable[tuple[str, int]], max_line: int) -> Scan:
     reader = _Reader(path)
     offset = 0
-    for line_no, raw in enumerate(lines, start=1):
-        reader.feed(raw, line_no, offset)
-        offset += len(raw.encode("utf-8", "surrogateescape"))
+    for line_no, (raw, size) in enumerate(lines, start=1):
+        if len(raw) > max_line:
+            # no report line is this long: not a table row, and not worth the aligner's time
+            reader.scan.problems.append(
+                Problem(line_no, offset, f"line longer than {max_line} characters, skipped", raw[:200])
+            )
+        else:
+            reader.feed(raw, line_no, offset)
+        offset += size
     return reader.scan
 
 
-def scan_file(path: Path) -> Scan:
+def _bounded_lines(handle: TextIO, max_line: int) -> Iterator[tuple[str, int]]:
+    """(line, its size in bytes); a line longer than max_line comes as its first max_line + 1
+    characters (so the caller sees it is too long) and its rest is read in chunks and dropped:
+    memory stays bounded whatever the file holds, byte offsets of the lines after it stay right."""
+    while True:
+        line = handle.readline(max_line + 1)
+        if not line:
+            return
+        size = len(line.encode("utf-8", "surrogateescape"))
+        if len(line) <= max_line or line[-1] in "\r\n":
+            yield line, size
+            continue
+        while True:
+            chunk = handle.readline(1 << 20)
+            size += len(chunk.encode("utf-8", "surrogateescape"))
+            if not chunk or chunk[-1] in "\r\n":
+                break
+        yield line, size
+
+
+def scan_file(path: Path, max_line: int = MAX_LINE) -> Scan:
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        return scan_lines(str(path), handle)
+        return _scan(str(path), _bounded_lines(handle, max_line), max_line)
 
 
 def sniff(path: Path) -> bool:

@@ -3,7 +3,9 @@ logical partition (FCX126). The same topics take the CP monitor collector's reco
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
@@ -11,25 +13,46 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from fleetperf.ingest.records import Emitted, dead_letter
+from fleetperf.sources.perfkit import checks
 from fleetperf.sources.perfkit.parser import Row, Scan, Table, scan_file
 
+try:
+    from fleetperf.sources.base import NotThisKind
+except ImportError:  # the pipeline's source interface (issue 18) not there yet
+
+    class NotThisKind(ValueError):  # type: ignore[no-redef]  # noqa: N818
+        pass
+
+
 SOURCE = "perfkit"
+MAX_INTERVAL_S = 86400.0  # no Toolkit interval is longer than a day
 
 
 @dataclass(frozen=True)
 class Options:
     """What a report may not say about itself; given by the user (CLI flags)."""
 
-    system: str | None = None  # z/VM system name
+    system: str | None = None  # z/VM system name (--zvm-system)
     cpc: str | None = None  # CPC (frame) identity for FCX126
     day: date | None = None  # date of the report when it prints none
     at: time | None = None  # end of the interval for reports that print no interval
     interval_s: float | None = None  # interval of a one-row log report
     tz: tzinfo = ZoneInfo("UTC")
+    guest: str | None = None  # FCX162 saved without its "Resource Usage Log for User X" line (--zvm-guest)
+    # guest and system samples are cut at these boundaries (the Flink window, [flink] window_seconds):
+    # a window then holds the part of each interval measured inside it; None: one record per interval
+    window_s: float | None = 60.0
 
 
 class ReportError(ValueError):
-    """A table whose rows cannot become records (no date, no system name ...)."""
+    """A table whose rows cannot become records because of what the report says (bad interval ...):
+    a dead letter, the rest of the file goes on."""
+
+
+class MissingOptionError(ReportError, NotThisKind):
+    """Tables that need an option the user did not pass (--date, --zvm-system ...). Raised by
+    records_of_scan / records_of_file after every record the file could give: the file is not done,
+    a re-run with the option reads it again (do not ledger it)."""
 
 
 def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
@@ -37,13 +60,19 @@ def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
 
 
 def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
+    """Records and dead letters of every table; raises MissingOptionError at the end when a table needed
+    an option (its message names the file, each table's line and the flag to pass)."""
     name = Path(scan.path).name
     for problem in scan.problems:
         yield dead_letter(SOURCE, scan.path, problem.line, problem.offset, problem.message, problem.raw)
+    missing: list[str] = []
     for table in scan.tables:
         builder = _BUILDERS[table.layout.fcx]
+        ctx = _Ctx(scan.path, name, options, table)
         try:
-            yield from builder(table, options, name)
+            yield from builder(ctx)
+        except MissingOptionError as exc:
+            missing.append(f"{table.layout.fcx} table at line {table.line}: {exc}")
         except ReportError as exc:
             first = table.rows[0] if table.rows else None
             yield dead_letter(
@@ -54,149 +83,295 @@ def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
                 f"{table.layout.fcx} table at line {table.line}: {exc}",
                 "",
             )
+    if missing:
+        raise MissingOptionError(f"{scan.path}: " + "; ".join(missing))
 
 
-def _system(table: Table, options: Options) -> str:
-    system = options.system or table.context.get("system")
-    if not system and table.context.get("serial"):
-        system = f"SER{table.context['serial']}"
+@dataclass
+class _Ctx:
+    path: str
+    name: str
+    options: Options
+    table: Table
+
+    def dead(self, row: Row, message: str) -> Emitted:
+        text = f"{self.table.layout.fcx} line {row.line}: {message}"
+        return dead_letter(SOURCE, self.path, row.line, row.offset, text, row.raw)
+
+    def clean(self, row: Row, fields: Iterable[str]) -> tuple[dict[str, Any], list[Emitted]]:
+        """The row's values with each implausible or unreadable one set to None, and a dead letter
+        for each (the rest of the row is published)."""
+        values = dict(row.values)
+        letters = [self.dead(row, f"{f} not readable as a number: published as null") for f in row.unreadable]
+        for f in fields:
+            why = checks.problem(f, values.get(f))
+            if why:
+                values[f] = None
+                letters.append(self.dead(row, f"{why}: published as null"))
+        return values, letters
+
+
+def _system(ctx: _Ctx) -> str:
+    system = ctx.options.system or ctx.table.context.get("system")
+    if not system and ctx.table.context.get("serial"):
+        system = f"SER{ctx.table.context['serial']}"
     if not system:
-        raise ReportError("the report names no z/VM system: pass --system")
+        raise MissingOptionError("the report names no z/VM system: pass --zvm-system NAME")
     return str(system)
 
 
-def _day(table: Table, options: Options) -> date:
-    day = options.day or table.context.get("date")
+def _day(ctx: _Ctx) -> date:
+    day = ctx.options.day or ctx.table.context.get("date")
     if day is None:
-        raise ReportError("the report prints no date: pass --date YYYY-MM-DD")
+        bad = ctx.table.context.get("bad_date")
+        if bad:
+            raise MissingOptionError(f"the report's date {bad} is not a calendar date: pass --date YYYY-MM-DD")
+        raise MissingOptionError("the report prints no date: pass --date YYYY-MM-DD")
     return day
 
 
-def _ms(day: date, clock: time, options: Options) -> int:
-    return int(datetime.combine(day, clock, options.tz).timestamp() * 1000)
+_CLOCK = re.compile(r"(\d\d):(\d\d):(\d\d)\Z")
 
 
-def _clock(text: str) -> time:
-    return time.fromisoformat(text)
+def clock_seconds(text: str | None) -> int | None:
+    """Seconds since midnight of a Toolkit time: 24:00:00 (and the leap second 23:59:60) is the end
+    of the day, i.e. 86400; None for what is no time of day (29:99:99, '-', '')."""
+    m = _CLOCK.match(text or "")
+    if not m:
+        return None
+    h, mi, s = (int(g) for g in m.groups())
+    if (h, mi, s) in ((24, 0, 0), (23, 59, 60)):
+        return 86400
+    if h > 23 or mi > 59 or s > 59:
+        return None
+    return h * 3600 + mi * 60 + s
 
 
-def _interval(table: Table, options: Options) -> tuple[int, float | None]:
+def _ms(day: date, seconds: float, tz: tzinfo) -> int:
+    """Epoch ms of `seconds` past midnight (wall clock) of `day`; ReportError when implausible."""
+    at = datetime.combine(day, time(), tz) + timedelta(seconds=seconds)
+    if not checks.EARLIEST <= at <= checks.latest():
+        raise ReportError(f"time {at.isoformat()} outside the plausible range")
+    return int(at.timestamp() * 1000)
+
+
+def _snapshot_time(ctx: _Ctx) -> tuple[int, float | None]:
     """End (epoch ms) and length of the one interval a snapshot report (FCX112, FCX126) covers."""
-    day = _day(table, options)
-    if "interval" in table.context:
-        start, end = (_clock(t) for t in table.context["interval"])
-        start_dt = datetime.combine(day, start, options.tz)
-        end_dt = datetime.combine(day, end, options.tz)
-        if end_dt <= start_dt:
-            end_dt += timedelta(days=1)
-        return int(end_dt.timestamp() * 1000), (end_dt - start_dt).total_seconds()
+    day = _day(ctx)
+    options = ctx.options
+    if "interval" in ctx.table.context:
+        first, last = ctx.table.context["interval"]
+        start, end = clock_seconds(first), clock_seconds(last)
+        if start is None or end is None:
+            raise ReportError(f"interval {first}-{last} is not a time of day")
+        if end == start:
+            raise ReportError(f"interval {first}-{last} has no length")
+        if end < start:
+            end += 86400  # runs over midnight
+        end_ms = _ms(day, end, options.tz)
+        return end_ms, (end_ms - _ms(day, start, options.tz)) / 1000
     if options.at is None:
-        raise ReportError("the report prints no interval: pass --at HH:MM:SS (end of the interval)")
-    return _ms(day, options.at, options), options.interval_s
+        raise MissingOptionError("the report prints no interval: pass --at HH:MM:SS (end of the interval)")
+    at = options.at
+    return _ms(day, at.hour * 3600 + at.minute * 60 + at.second, options.tz), options.interval_s
 
 
-def _log_times(table: Table, rows: list[Row], options: Options) -> list[tuple[int, float]]:
-    """(end ms, length s) for each row of an interval log (FCX162, FCX225); midnight rolls the day."""
-    day = _day(table, options)
-    ends: list[datetime] = []
+def _log_times(ctx: _Ctx, rows: list[Row]) -> tuple[list[tuple[Row, int, float]], list[Emitted]]:
+    """(row, end ms, length s) for each row of an interval log (FCX162, FCX225), and dead letters
+    for rows without a usable time. The day rolls over when the time of day goes back; a row's
+    length is the log's usual interval (or the shorter gap to the row before)."""
+    day = _day(ctx)
+    letters: list[Emitted] = []
+    timed: list[tuple[Row, int]] = []  # (row, seconds since midnight of `day`)
+    offset = 0
     for row in rows:
-        end = datetime.combine(day, _clock(row.values["end_time"]), options.tz)
-        if ends and end <= ends[-1]:
-            day += timedelta(days=1)
-            end += timedelta(days=1)
-        ends.append(end)
-    gaps = [(b - a).total_seconds() for a, b in zip(ends, ends[1:], strict=False)]
-    if not gaps and options.interval_s is None:
-        raise ReportError("one interval only, its length is unknown: pass --interval-seconds")
+        text = row.values.get("end_time")
+        seconds = clock_seconds(text)
+        if seconds is None:
+            letters.append(ctx.dead(row, f"end time {text!r} is not a time of day" if text else "no end time"))
+            continue
+        at = offset + seconds
+        if timed and at < timed[-1][1]:
+            offset += 86400  # past midnight
+            at += 86400
+        if timed and at == timed[-1][1]:
+            letters.append(ctx.dead(row, f"end time {text} repeats the one of line {timed[-1][0].line}"))
+            continue
+        timed.append((row, at))
+    gaps = [b - a for (_, a), (_, b) in zip(timed, timed[1:], strict=False)]
+    usual = ctx.options.interval_s or (Counter(gaps).most_common(1)[0][0] if gaps else None)
+    if usual is None and timed:
+        raise MissingOptionError("one interval only, its length is unknown: pass --interval-seconds")
+    out: list[tuple[Row, int, float]] = []
+    for k, (row, at) in enumerate(timed):
+        length = float(min(gaps[k - 1], usual) if k else usual)
+        try:
+            out.append((row, _ms(day, at, ctx.options.tz), length))
+        except ReportError as exc:
+            letters.append(ctx.dead(row, str(exc)))
+    return out, letters
+
+
+def _pieces(end_ms: int, length_s: float, window_s: float | None) -> list[tuple[int, float, float]]:
+    """The interval (end_ms - length, end_ms] cut at the window boundaries: (ts, seconds, fraction)
+    per piece. A piece's ts is its end, or 1 ms before it when the end is a window boundary, so
+    that the tumbling window holding ts (Flink takes the one whose start <= ts) is the one the
+    piece was measured in."""
+    total = round(length_s * 1000)
+    if not window_s or total <= 0:
+        return [(end_ms, length_s, 1.0)]
+    step = round(window_s * 1000)
     out = []
-    for k, end in enumerate(ends):
-        length = gaps[k - 1] if k > 0 else (gaps[0] if gaps else options.interval_s)
-        assert length is not None
-        out.append((int(end.timestamp() * 1000), length))
+    start = end_ms - total
+    while start < end_ms:
+        stop = min(end_ms, (start // step + 1) * step)
+        out.append((stop - 1 if stop % step == 0 else stop, (stop - start) / 1000, (stop - start) / total))
+        start = stop
     return out
+
+
+def _checked_length(ctx: _Ctx, row: Row, length: float | None) -> Emitted | None:
+    if length is not None and not 0 < length <= MAX_INTERVAL_S:
+        return ctx.dead(row, f"interval of {length:g} s is not a Toolkit interval (0 to {MAX_INTERVAL_S:g} s)")
+    return None
 
 
 def _origin(name: str, row: Row) -> str:
     return f"{name}:{row.line}"
 
 
-def _guest(system: str, userid: str, ts: int, interval_s: float, fcx: str, v: dict[str, Any], origin: str) -> dict:
+_GUEST_FIELDS = (
+    "cpu_pct",
+    "tcpu_s",
+    "vcpu_s",
+    "tv_ratio",
+    "virtual_io_rate",
+    "dasd_io_rate",
+    "paging_rate",
+    "share",
+)
+
+
+def _guests(ctx: _Ctx, system: str, userid: str, row: Row, end_ms: int, length: float) -> Iterator[Emitted]:
+    """The guest's row as records, one per window piece of its interval (CPU seconds split by time)."""
+    bad = _checked_length(ctx, row, length)
+    if bad:
+        yield bad
+        return
+    v, letters = ctx.clean(row, _GUEST_FIELDS)
+    yield from letters
+    for f in ("tcpu_s", "vcpu_s"):
+        if v.get(f) is not None and v[f] > checks.MAX_GUEST_CPUS * length:
+            yield ctx.dead(
+                row, f"{f} {v[f]:g} more than {checks.MAX_GUEST_CPUS} CPUs x {length:g} s: published as null"
+            )
+            v[f] = None
     share = v.get("share")
-    return {
-        "guest_id": f"{system}/{userid}",
-        "zvm_system": system,
-        "userid": userid,
-        "ts": ts,
-        "interval_s": interval_s,
-        "source": f"{SOURCE}:{fcx}",
-        "tcpu_s": v.get("tcpu_s"),
-        "vcpu_s": v.get("vcpu_s"),
-        "cpu_pct": v.get("cpu_pct"),
-        "tv_ratio_reported": v.get("tv_ratio"),
-        "virtual_io_rate": v.get("virtual_io_rate"),
-        "dasd_io_rate": v.get("dasd_io_rate"),
-        "paging_rate": v.get("paging_rate"),
-        "user_status": v.get("user_status"),
-        "share": share[0] if share else None,
-        "share_absolute": share[1] if share else None,
-        "origin": origin,
-    }
+    for ts, seconds, fraction in _pieces(end_ms, length, ctx.options.window_s):
+        record = {
+            "guest_id": f"{system}/{userid}",
+            "zvm_system": system,
+            "userid": userid,
+            "ts": ts,
+            "interval_s": seconds,
+            "source": f"{SOURCE}:{ctx.table.layout.fcx}",
+            "tcpu_s": _part(v.get("tcpu_s"), fraction),
+            "vcpu_s": _part(v.get("vcpu_s"), fraction),
+            "cpu_pct": v.get("cpu_pct"),
+            "tv_ratio_reported": v.get("tv_ratio"),
+            "virtual_io_rate": v.get("virtual_io_rate"),
+            "dasd_io_rate": v.get("dasd_io_rate"),
+            "paging_rate": v.get("paging_rate"),
+            "user_status": v.get("user_status"),
+            "share": share[0] if share else None,
+            "share_absolute": share[1] if share else None,
+            "origin": _origin(ctx.name, row),
+        }
+        yield Emitted("zvm_guest_samples", record, key=record["guest_id"])
 
 
-def _fcx112(table: Table, options: Options, name: str) -> Iterator[Emitted]:
-    system = _system(table, options)
-    ts, interval_s = _interval(table, options)
+def _part(amount: float | None, fraction: float) -> float | None:
+    # amounts (CPU seconds) split by time; rates and percentages are the interval's average in each piece
+    return None if amount is None else amount * fraction
+
+
+def _fcx112(ctx: _Ctx) -> Iterator[Emitted]:
+    system = _system(ctx)
+    ts, interval_s = _snapshot_time(ctx)
     if interval_s is None:
-        raise ReportError("interval length unknown: pass --interval-seconds")
-    for row in table.rows:
+        raise MissingOptionError("interval length unknown: pass --interval-seconds")
+    for row in ctx.table.rows:
         if row.kind != "row":
             continue  # >>Mean>> averages all users: not an entity
-        record = _guest(system, row.values["userid"], ts, interval_s, "FCX112", row.values, _origin(name, row))
-        yield Emitted("zvm_guest_samples", record, key=record["guest_id"])
+        yield from _guests(ctx, system, row.values["userid"], row, ts, interval_s)
 
 
-def _fcx162(table: Table, options: Options, name: str) -> Iterator[Emitted]:
-    system = _system(table, options)
-    userid = table.context.get("userid")
+def _fcx162(ctx: _Ctx) -> Iterator[Emitted]:
+    system = _system(ctx)
+    userid = ctx.table.context.get("userid") or ctx.options.guest
     if not userid:
-        raise ReportError("no 'Resource Usage Log for User' line names the guest")
-    rows = [r for r in table.rows if r.kind == "row"]
-    for row, (ts, interval_s) in zip(rows, _log_times(table, rows, options), strict=True):
-        record = _guest(system, userid, ts, interval_s, "FCX162", row.values, _origin(name, row))
-        yield Emitted("zvm_guest_samples", record, key=record["guest_id"])
+        raise MissingOptionError("no 'Resource Usage Log for User' line names the guest: pass --zvm-guest USERID")
+    rows = [r for r in ctx.table.rows if r.kind == "row"]
+    timed, letters = _log_times(ctx, rows)
+    yield from letters
+    for row, ts, interval_s in timed:
+        yield from _guests(ctx, system, userid, row, ts, interval_s)
 
 
-def _fcx225(table: Table, options: Options, name: str) -> Iterator[Emitted]:
-    system = _system(table, options)
-    rows = [r for r in table.rows if r.kind == "row"]
-    for row, (ts, interval_s) in zip(rows, _log_times(table, rows, options), strict=True):
-        v = row.values
+_SYSTEM_FIELDS = (
+    "busy_pct",
+    "tv_ratio",
+    "capture_ratio",
+    "online_cpus",
+    "users_logged",
+    "users_active",
+    "io_rate",
+    "dasd_resp_ms",
+    "users_in_elist",
+    "paging_xstore_rate",
+    "paging_dasd_rate",
+)
+
+
+def _fcx225(ctx: _Ctx) -> Iterator[Emitted]:
+    system = _system(ctx)
+    rows = [r for r in ctx.table.rows if r.kind == "row"]
+    timed, letters = _log_times(ctx, rows)
+    yield from letters
+    for row, end_ms, interval_s in timed:
+        bad = _checked_length(ctx, row, interval_s)
+        if bad:
+            yield bad
+            continue
+        v, letters = ctx.clean(row, _SYSTEM_FIELDS)
+        yield from letters
         total = virtual = None
         if v["busy_pct"] is not None and v.get("online_cpus") is not None:
             total = v["busy_pct"] / 100 * v["online_cpus"] * interval_s
             if v["tv_ratio"]:
                 virtual = total / v["tv_ratio"]
-        record = {
-            "zvm_system": system,
-            "ts": ts,
-            "interval_s": interval_s,
-            "source": f"{SOURCE}:FCX225",
-            "busy_pct": v["busy_pct"],
-            "online_cpus": v.get("online_cpus"),
-            "tv_ratio_reported": v["tv_ratio"],
-            "capture_ratio": v.get("capture_ratio"),
-            "total_cpu_s": total,
-            "virtual_cpu_s": virtual,
-            "users_logged": v.get("users_logged"),
-            "users_active": v.get("users_active"),
-            "users_in_elist": v.get("users_in_elist"),
-            "io_rate": v.get("io_rate"),
-            "dasd_resp_ms": v.get("dasd_resp_ms"),
-            "paging_xstore_rate": v.get("paging_xstore_rate"),
-            "paging_dasd_rate": v.get("paging_dasd_rate"),
-            "origin": _origin(name, row),
-        }
-        yield Emitted("zvm_system_samples", record, key=system)
+        for ts, seconds, fraction in _pieces(end_ms, interval_s, ctx.options.window_s):
+            record = {
+                "zvm_system": system,
+                "ts": ts,
+                "interval_s": seconds,
+                "source": f"{SOURCE}:FCX225",
+                "busy_pct": v["busy_pct"],
+                "online_cpus": v.get("online_cpus"),
+                "tv_ratio_reported": v["tv_ratio"],
+                "capture_ratio": v.get("capture_ratio"),
+                "total_cpu_s": _part(total, fraction),
+                "virtual_cpu_s": _part(virtual, fraction),
+                "users_logged": v.get("users_logged"),
+                "users_active": v.get("users_active"),
+                "users_in_elist": v.get("users_in_elist"),
+                "io_rate": v.get("io_rate"),
+                "dasd_resp_ms": v.get("dasd_resp_ms"),
+                "paging_xstore_rate": v.get("paging_xstore_rate"),
+                "paging_dasd_rate": v.get("paging_dasd_rate"),
+                "origin": _origin(ctx.name, row),
+            }
+            yield Emitted("zvm_system_samples", record, key=system)
 
 
 _CPU_FIELDS = ("busy_pct", "ovhd_pct", "susp_pct", "vmld_pct", "logld_pct")
@@ -206,20 +381,30 @@ def _cpu(v: dict[str, Any]) -> dict[str, Any]:
     return {"cpu": v["cpu"], "cpu_type": v.get("cpu_type"), **{f: v.get(f) for f in _CPU_FIELDS}}
 
 
-def _fcx126(table: Table, options: Options, name: str) -> Iterator[Emitted]:
-    cpc = options.cpc or table.context.get("cpc_model")
+def _fcx126(ctx: _Ctx) -> Iterator[Emitted]:
+    cpc = ctx.options.cpc or ctx.table.context.get("cpc_model")
     if not cpc:
-        raise ReportError("the report names no CPC (processor type and model): pass --cpc")
-    ts, interval_s = _interval(table, options)
+        raise MissingOptionError("the report names no CPC (processor type and model): pass --cpc")
+    ts, interval_s = _snapshot_time(ctx)
+    if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:
+        raise ReportError(f"interval of {interval_s:g} s is not a Toolkit interval")
     current: dict[str, Any] | None = None
-    for row in table.rows:
-        v = row.values
+    for row in ctx.table.rows:
+        raw_weight = row.values.get("weight")
+        v, letters = ctx.clean(row, ("lpar_number", "proc_count", "cpu", "load_pct", *_CPU_FIELDS))
+        if raw_weight and raw_weight[0] is not None and checks.problem("weight", raw_weight[0]):
+            letters.append(ctx.dead(row, f"{checks.problem('weight', raw_weight[0])}: published as null"))
+            v["weight"] = None
+        yield from letters
         if row.kind == "continuation":
             if current is not None and v.get("cpu") is not None:
                 current["cpus"].append(_cpu(v))
             continue
         if current is not None:
             yield Emitted("lpar_samples", current, key=current["lpar_id"])
+            current = None
+        if v.get("lpar_number") is None or v.get("proc_count") is None:
+            continue  # required by the record: the partition's row was dead-lettered above
         weight, dedicated = v.get("weight") or (None, False)
         current = {
             "lpar_id": f"{cpc}/{v['partition']}",
@@ -233,12 +418,12 @@ def _fcx126(table: Table, options: Options, name: str) -> Iterator[Emitted]:
             "wait_completion": v.get("wait_completion"),
             "capped": v.get("capped"),
             "load_pct": v.get("load_pct"),
-            "collected_in": table.context.get("collected_in"),
+            "collected_in": ctx.table.context.get("collected_in"),
             "ts": ts,
             "interval_s": interval_s,
             "source": f"{SOURCE}:FCX126",
             "cpus": [_cpu(v)] if v.get("cpu") is not None else [],
-            "origin": _origin(name, row),
+            "origin": _origin(ctx.name, row),
         }
     if current is not None:
         yield Emitted("lpar_samples", current, key=current["lpar_id"])
