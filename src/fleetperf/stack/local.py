@@ -106,12 +106,7 @@ class LocalStack:
     def warehouse(self) -> Process:
         return Process(
             "warehouse",
-            [
-                str(Path(sys.executable).parent / "gunicorn"),
-                "-c",
-                str(PACKAGE_ROOT / "warehouse" / "gunicorn_conf.py"),
-                "superset.app:create_app()",
-            ],
+            [sys.executable, "-m", "fleetperf.warehouse.main"],
             self.run_dir,
             self.log_dir,
             ready=lambda: http_ok(f"{self.s.superset_url}/health") and http_ok(f"{self.s.query_url}/ping"),
