@@ -31,7 +31,7 @@ class Shape:
 
 
 def _shape(name: str, regex: str, convert: Callable[[str], Any] = str) -> Shape:
-    return Shape(name, re.compile(rf"(?:{regex})\Z"), convert)
+    return Shape(name, re.compile(rf"(?:{regex})\Z", re.ASCII), convert)
 
 
 def _share(text: str) -> tuple[float, bool]:

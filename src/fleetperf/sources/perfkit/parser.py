@@ -26,13 +26,13 @@ MAX_LINE = 64 * 1024
 _HEADER_LINES = 6
 _MARKUP = re.compile(r"</?u>|\[|\]\(#\)")
 _TITLE = re.compile(r"^\s*(FCX\d{3})\b(.*)$")
-_INTERVAL = re.compile(r"Interval\s+(\d\d:\d\d:\d\d)\s*-\s*(\d\d:\d\d:\d\d)(?:,\s*on\s+(\d{4})/(\d\d)/(\d\d))?")
-_DATE = re.compile(r"\b(\d{4})/(\d\d)/(\d\d)\b")
+_INTERVAL = re.compile(r"(?a)Interval\s+(\d\d:\d\d:\d\d)\s*-\s*(\d\d:\d\d:\d\d)(?:,\s*on\s+(\d{4})/(\d\d)/(\d\d))?")
+_DATE = re.compile(r"(?a)\b(\d{4})/(\d\d)/(\d\d)\b")
 _SYSTEM = re.compile(r"\(([A-Z0-9$#@]{1,8})\)\s*$")
 _SERIAL = re.compile(r"\bSER\s+([0-9A-F]{4,6})\b")
-_PARTITION = re.compile(r"Collected in Partition\s+(\S+)")
-_MODEL = re.compile(r"Processor type and model\s*:\s*(\S+)")
-_USER = re.compile(r"Resource Usage Log for User\s+(\S+)")
+_PARTITION = re.compile(r"Collected in Partition\s+([A-Z0-9$#@]{1,8})\b")
+_MODEL = re.compile(r"Processor type and model\s*:\s*([0-9A-Z][0-9A-Z-]{0,15})(?!\S)")
+_USER = re.compile(r"Resource Usage Log for User\s+([A-Z0-9$#@_-]{1,8})(?!\S)")
 _FIGURE = re.compile(r"[\d.]*\d[\d.]*\Z")
 _REPORT_NAMES = {layout.name for layout in LAYOUTS}
 
@@ -124,10 +124,10 @@ class _Reader:
             )
         return False
 
-    def _date(self, found: re.Match[str], line: str, line_no: int, offset: int) -> None:
-        day = calendar_date(*(int(g) for g in found.groups()))
+    def _date(self, parts: tuple[str, ...], line: str, line_no: int, offset: int) -> None:
+        day = calendar_date(*(int(g) for g in parts))
         if day is None:
-            text = "/".join(found.groups())
+            text = "/".join(parts)
             self.scan.problems.append(Problem(line_no, offset, f"date {text} is not a calendar date", line))
             self.context.pop("date", None)
             self.context["bad_date"] = text
@@ -151,13 +151,11 @@ class _Reader:
         if interval:
             self.context["interval"] = (interval.group(1), interval.group(2))
             if interval.group(3):
-                found = _DATE.search(line, interval.start(3))
-                assert found is not None
-                self._date(found, line, line_no, offset)
+                self._date(interval.group(3, 4, 5), line, line_no, offset)
         elif _TITLE.match(line) and _DATE.search(line):
             found = _DATE.search(line)
             assert found is not None
-            self._date(found, line, line_no, offset)
+            self._date(found.groups(), line, line_no, offset)
         for key, pattern in (("collected_in", _PARTITION), ("cpc_model", _MODEL), ("userid", _USER)):
             hit = pattern.search(line)
             if hit:
@@ -206,7 +204,7 @@ def _looks_like_row(tokens: list[str], layout: Layout) -> bool:
 
 def calendar_date(year: int, month: int, day: int) -> date | None:
     """The date, or None for one no calendar has (2024/02/30) or out of the plausible range."""
-    if not 1980 <= year <= 2200:
+    if not 1990 <= year <= 2200:
         return None
     try:
         return date(year, month, day)

@@ -64,7 +64,7 @@ def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
     an option (its message names the file, each table's line and the flag to pass)."""
     name = Path(scan.path).name
     for problem in scan.problems:
-        yield dead_letter(SOURCE, scan.path, problem.line, problem.offset, problem.message, problem.raw)
+        yield dead_letter(SOURCE, scan.path, problem.line, problem.offset, problem.message, _bytes(problem.raw))
     missing: list[str] = []
     for table in scan.tables:
         builder = _BUILDERS[table.layout.fcx]
@@ -87,6 +87,11 @@ def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
         raise MissingOptionError(f"{scan.path}: " + "; ".join(missing))
 
 
+def _bytes(text: str) -> bytes:
+    # the file is read with surrogateescape: give dead_letter the bytes, it decodes them for Avro
+    return text.encode("utf-8", "surrogateescape")
+
+
 @dataclass
 class _Ctx:
     path: str
@@ -96,7 +101,7 @@ class _Ctx:
 
     def dead(self, row: Row, message: str) -> Emitted:
         text = f"{self.table.layout.fcx} line {row.line}: {message}"
-        return dead_letter(SOURCE, self.path, row.line, row.offset, text, row.raw)
+        return dead_letter(SOURCE, self.path, row.line, row.offset, text, _bytes(row.raw))
 
     def clean(self, row: Row, fields: Iterable[str]) -> tuple[dict[str, Any], list[Emitted]]:
         """The row's values with each implausible or unreadable one set to None, and a dead letter
