@@ -90,25 +90,25 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
   public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(6);
     if (stealSeconds > 0) {
-      out.add(metric("steal_pct", stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.STEAL_PCT, stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (lparSeconds > 0) {
-      out.add(metric("physc", physcWeighted / lparSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.PHYSC, physcWeighted / lparSeconds, windowStart, windowEnd, isFinal, emittedAt));
       if (entitledWeighted > 0) {
         out.add(
-            metric("entc_pct", 100.0 * physcWeighted / entitledWeighted, windowStart, windowEnd, isFinal,
+            metric(Metrics.ENTC_PCT, 100.0 * physcWeighted / entitledWeighted, windowStart, windowEnd, isFinal,
                 emittedAt));
       }
     }
     if (maxPhysc >= 0) {
       // a hair over a whole processor is measurement noise, not one more VP
       double vps = Math.ceil(maxPhysc - 1e-9) + VPM_XVCPUS;
-      out.add(metric("vps_needed", Math.max(vps, 1), windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.VPS_NEEDED, Math.max(vps, 1), windowStart, windowEnd, isFinal, emittedAt));
     }
     if (poolSeconds > 0) {
-      out.add(metric("pool_used", poolUsedWeighted / poolSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.POOL_USED, poolUsedWeighted / poolSeconds, windowStart, windowEnd, isFinal, emittedAt));
       out.add(
-          metric("pool_used_pct", 100.0 * poolUsedWeighted / poolCpusWeighted, windowStart, windowEnd, isFinal,
+          metric(Metrics.POOL_USED_PCT, 100.0 * poolUsedWeighted / poolCpusWeighted, windowStart, windowEnd, isFinal,
               emittedAt));
     }
     return out;

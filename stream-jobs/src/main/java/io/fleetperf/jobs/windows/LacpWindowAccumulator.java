@@ -42,22 +42,26 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
   @Override
   public List<DerivedMetric> metrics(long start, long end, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(5);
-    for (Map.Entry<String, Map<String, Long>> dir : Map.of("tx", tx, "rx", rx).entrySet()) {
-      double[] skew = skew(dir.getValue());
-      if (skew != null) {
-        out.add(metric("lacp_hash_skew_" + dir.getKey(), skew[0], start, end, isFinal, emittedAt));
-        out.add(metric("lacp_cv_" + dir.getKey(), skew[1], start, end, isFinal, emittedAt));
-      }
-    }
+    direction(out, tx, Metrics.LACP_HASH_SKEW_TX, Metrics.LACP_CV_TX, start, end, isFinal, emittedAt);
+    direction(out, rx, Metrics.LACP_HASH_SKEW_RX, Metrics.LACP_CV_RX, start, end, isFinal, emittedAt);
     if (!out.isEmpty()) {
       long active = tx.keySet().stream().filter(p -> tx.get(p) + rx.getOrDefault(p, 0L) > 0).count();
-      out.add(metric("lacp_active_ports", active, start, end, isFinal, emittedAt));
+      out.add(metric(Metrics.LACP_ACTIVE_PORTS, active, start, end, isFinal, emittedAt));
     }
     if (!inSync.isEmpty()) {
       long bad = inSync.values().stream().filter(ok -> !ok).count();
-      out.add(metric("lacp_ports_out_of_sync", bad, start, end, isFinal, emittedAt));
+      out.add(metric(Metrics.LACP_PORTS_OUT_OF_SYNC, bad, start, end, isFinal, emittedAt));
     }
     return out;
+  }
+
+  private void direction(List<DerivedMetric> out, Map<String, Long> perPort, String skewName, String cvName,
+      long start, long end, boolean isFinal, long emittedAt) {
+    double[] skew = skew(perPort);
+    if (skew != null) {
+      out.add(metric(skewName, skew[0], start, end, isFinal, emittedAt));
+      out.add(metric(cvName, skew[1], start, end, isFinal, emittedAt));
+    }
   }
 
   /** {max share × N, coefficient of variation}, or null when the direction moved nothing. */

@@ -57,22 +57,22 @@ public class SlbWindowAccumulator implements WindowAccumulator<HpmSample> {
     }
     double inst = instructions;
     if (!missingDslb && !missingIslb) {
-      out.add(metric("slb_miss_rate", 100.0 * (dslb + islb) / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.SLB_MISS_RATE, 100.0 * (dslb + islb) / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (!missingDslb) {
-      out.add(metric("dslb_miss_rate", 100.0 * dslb / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.DSLB_MISS_RATE, 100.0 * dslb / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (!missingIslb) {
-      out.add(metric("islb_miss_rate", 100.0 * islb / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.ISLB_MISS_RATE, 100.0 * islb / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (!missingIerat) {
-      out.add(metric("ierat_miss_rate", 100.0 * ierat / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.IERAT_MISS_RATE, 100.0 * ierat / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (!missingCycles) {
-      out.add(metric("cpi", cycles / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.CPI, cycles / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (durationS > 0) {
-      out.add(metric("mips", inst / durationS / 1e6, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.MIPS, inst / durationS / 1e6, windowStart, windowEnd, isFinal, emittedAt));
     }
     return out;
   }

@@ -74,15 +74,15 @@ public class TvWindowAccumulator implements WindowAccumulator<ZvmCpuSample> {
   public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(7);
     if (!missingTimes && virtualS >= minVirtualS && virtualS > 0) {
-      out.add(metric("tv_ratio", totalS / virtualS, windowStart, windowEnd, isFinal, emittedAt));
-      out.add(metric("cp_overhead_pct", 100.0 * (totalS - virtualS) / totalS, windowStart, windowEnd, isFinal,
+      out.add(metric(Metrics.TV_RATIO, totalS / virtualS, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(metric(Metrics.CP_OVERHEAD_PCT, 100.0 * (totalS - virtualS) / totalS, windowStart, windowEnd, isFinal,
           emittedAt));
     }
-    mean(out, "busy_pct", busy, windowStart, windowEnd, isFinal, emittedAt);
-    mean(out, "capture_ratio", capture, windowStart, windowEnd, isFinal, emittedAt);
-    mean(out, "users_in_elist", elist, windowStart, windowEnd, isFinal, emittedAt);
-    mean(out, "paging_xstore_rate", xstore, windowStart, windowEnd, isFinal, emittedAt);
-    mean(out, "paging_dasd_rate", dasd, windowStart, windowEnd, isFinal, emittedAt);
+    mean(out, Metrics.BUSY_PCT, busy, windowStart, windowEnd, isFinal, emittedAt);
+    mean(out, Metrics.CAPTURE_RATIO, capture, windowStart, windowEnd, isFinal, emittedAt);
+    mean(out, Metrics.USERS_IN_ELIST, elist, windowStart, windowEnd, isFinal, emittedAt);
+    mean(out, Metrics.PAGING_XSTORE_RATE, xstore, windowStart, windowEnd, isFinal, emittedAt);
+    mean(out, Metrics.PAGING_DASD_RATE, dasd, windowStart, windowEnd, isFinal, emittedAt);
     return out;
   }
 
