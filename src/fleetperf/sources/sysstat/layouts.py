@@ -45,6 +45,18 @@ MAX_EXTRA_SIZE = 1024
 NR_MAX = 65536 * 4096
 NR2_MAX = 1024
 MAX_ITEM_SIZE = 1 << 16
+NR_CPUS = 8192  # common.h
+MAX_CPU_NR = NR_CPUS + 1  # "all" + CPUs
+# plausible record times: the file header's time from 1 day before to 10 years after (a byte flipped in a
+# record's time moves it by 194 days or more, or changes its seconds, which the record header repeats)
+MIN_EPOCH = 315532800  # 1980-01-01: no sysstat file is older
+MAX_EPOCH = 4102444800  # 2100-01-01
+RECORD_TIME_BEFORE = 86400
+RECORD_TIME_AFTER = 3660 * 86400
+# uptime (1/100 s) and clock (s) of two records of one boot must agree on the interval within this: 1.5 s
+# for the clock's whole seconds plus 10 % (an NTP slew); a damaged uptime or time otherwise skews every rate
+CLOCK_SLACK_S, CLOCK_SLACK_RATIO = 1.5, 0.10
+RESYNC_WINDOW = 16 << 20  # bytes searched for the next whole record after damage
 
 ACTIVITY_NAMES = {
     1: "cpu",
@@ -91,6 +103,21 @@ ACTIVITY_NAMES = {
     42: "psi_mem",
 }
 A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_DISK, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 11, 12, 13
+
+# Most items an activity may have in one record (activity.c nr_max; sa.h MAX_NR_*); others NR_MAX
+ITEM_MAX = {
+    1: MAX_CPU_NR, 3: MAX_CPU_NR, 10: 65536, 11: 65536 * 4096, 12: 65536, 13: 65536, 30: MAX_CPU_NR, 31: 4096,
+    32: 4096, 33: 4096, 35: MAX_CPU_NR, 36: 65536, 37: 65536 * 4096, 38: 65536, 39: MAX_CPU_NR,
+}  # fmt: skip
+
+# Fields without which an activity's items mean nothing (how sar tells them apart, what its rates divide):
+# a description that lacks them (damaged, or a layout we do not know) leaves the activity unread.
+REQUIRED = {
+    A_CPU: ("user", "nice", "sys", "idle"),
+    A_DISK: ("major", "minor", "nr_ios"),
+    A_NET_DEV: ("interface", "rx_packets", "tx_packets", "rx_bytes", "tx_bytes"),
+    A_NET_EDEV: ("interface",),
+}
 
 # Activities whose item count follows the CPU count across RESTARTs in 0x2173 files ("volatile").
 CPU_FIELDS = ("user", "nice", "sys", "idle", "iowait", "steal", "hardirq", "softirq", "guest", "guest_nice")

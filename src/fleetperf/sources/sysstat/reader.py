@@ -60,6 +60,8 @@ class FileHeader:
     upgraded: int
     activities: list[Activity]
     data_offset: int  # first record header
+    # activities whose description we cannot use (damaged, or changed): skipped by size, one dead letter each
+    problems: list[Problem] = field(default_factory=list)
 
     @property
     def cpu_count(self) -> int:
@@ -76,6 +78,7 @@ class Record:
     cpu_nr: int | None = None  # restart: new "all" + CPUs
     comment: str | None = None
     stats: dict[int, list[Counters]] = field(default_factory=dict)  # activity id -> items
+    real_clock: bool = False  # the file's times come from a real clock (hh:mm:ss agree with them)
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,11 @@ class SaFile:
         little = len(data) >= 2 and struct.unpack_from("<H", data, 0)[0] == lay.SYSSTAT_MAGIC
         e = "<" if little else ">"
         self._e = e
+        self._problems: list[Problem] = []
+        self._last_time: int | None = None  # time of the last good record
+        self._seconds_agree = False  # whether this file's hh:mm:ss repeat its epoch times' seconds
+        self._ss_last = False  # whether they did in the record parsed last
+        self._last_stats: Record | None = None  # the last good statistics record since the last restart
         self.header = self._read_header()
         self._u32 = struct.Struct(e + "I")
         self._i32 = struct.Struct(e + "i")
@@ -193,9 +201,13 @@ class SaFile:
     def _header_2175(self, e: str, order: str, version: str) -> FileHeader:
         d = self.data
         self._need(0, lay.NEW_FILE_MAGIC_SIZE, "file magic")
-        header_size, upgraded, _hull, _hul, hu = struct.unpack_from(e + "5I", d, 8)
+        header_size, upgraded, hull, hul, hu = struct.unpack_from(e + "5I", d, 8)
         if not 0 < header_size <= lay.MAX_FILE_HEADER_SIZE:
             raise FormatError(8, f"file header size {header_size} out of range")
+        # every sysstat writing 0x2175 describes its header as 1 ULL, 1 UL and 11 or 12 ints; the ints,
+        # the four utsname strings and three chars must fit the declared size
+        if (hull, hul) != (1, 1) or not 11 <= hu <= 64 or 16 + 4 * hu + 3 + 4 * lay.UTSNAME_LEN > header_size:
+            raise FormatError(16, f"file header of {header_size} bytes described as {hull}/{hul}/{hu} fields")
         h = lay.NEW_FILE_MAGIC_SIZE
         self._need(h, header_size, "file header")
         ust_time = struct.unpack_from(e + "Q", d, h)[0]
@@ -212,25 +224,69 @@ class SaFile:
         names = [_cstr(d[c + 3 + i * lay.UTSNAME_LEN : c + 3 + (i + 1) * lay.UTSNAME_LEN]) for i in range(4)]
         if not 0 < act_nr <= lay.MAX_NR_ACT:
             raise FormatError(h + 20, f"number of activities {act_nr} out of range")
+        if not 0 < cpu_nr <= lay.MAX_CPU_NR:
+            raise FormatError(h + 16, f"number of CPUs {cpu_nr} out of range")
         if not 0 < act_size <= lay.MAX_FILE_ACTIVITY_SIZE or not 0 < rec_size <= lay.MAX_RECORD_HEADER_SIZE:
             raise FormatError(h + 52, f"activity/record header size {act_size}/{rec_size} out of range")
+        # file_activity: 9 ints (id, magic, nr, nr2, has_nr, size, types_nr[3]) in every 0x2175 sysstat
+        if tuple(act_types[:2]) != (0, 0) or not 9 <= act_types[2] <= act_size // 4:
+            raise FormatError(h + 28, f"activity description of {act_size} bytes described as {act_types}")
+        # record_header: uptime and time (2 ULL), [extra_next], then type, hour, minute, second
+        if tuple(rec_types[:2]) != (2, 0) or 16 + 4 * rec_types[2] + 4 > rec_size:
+            raise FormatError(h + 40, f"record header of {rec_size} bytes described as {rec_types}")
+        self._check_header_time(h, ust_time)
         self._rec_size, self._rec_types = rec_size, rec_types
         off = h + header_size
         activities = []
         for i in range(act_nr):
             self._need(off, act_size, f"description of activity {i + 1}")
             aid, magic, nr, nr2, has_nr, size = struct.unpack_from(e + "IIiiii", d, off)
-            types = struct.unpack_from(e + "3I", d, off + 24) if act_types[2] >= 9 else (0, 0, 0)
+            types = struct.unpack_from(e + "3I", d, off + 24)
             self._check_activity(off, aid, nr, nr2, size)
             layout = lay.GROUPED.get((aid, magic))
             dec = _grouped_decoder(layout, types, size, e, sizeof_long) if layout else None
+            dec = self._usable(off, aid, magic, dec, f"{size}-byte items of {types[0]}/{types[1]}/{types[2]} fields")
             activities.append(Activity(aid, magic, nr, nr2, bool(has_nr), size, types, dec))
             off += act_size
         if extra_next:
             off = self._skip_extra(off)
-        return FileHeader(
+        header = FileHeader(
             lay.FORMAT_2175, version, order, sizeof_long, hz, ust_time, cpu_nr, *names, upgraded, activities, off
         )
+        header.problems = self._problems
+        return header
+
+    def _usable(self, off: int, aid: int, magic: int, dec: _Decoder | None, what: str) -> _Decoder | None:
+        """The decoder, unless the description leaves out a field the activity cannot do without."""
+        if dec is None:
+            known = (aid, magic) in lay.GROUPED or (aid, magic) in lay.ALIGNED
+            if known:  # a layout we know, described with a size its fields do not fit
+                self._problems.append(
+                    Problem(
+                        off,
+                        f"activity {lay.ACTIVITY_NAMES.get(aid, aid)} (magic 0x{magic:x}): {what} do not"
+                        " hold its fields; the activity is skipped in every record",
+                        off,
+                    )  # fmt: skip
+                )
+            return None
+        missing = [n for n in lay.REQUIRED.get(aid, ()) if n not in dec.names and n not in dec.chars]
+        if missing:
+            self._problems.append(
+                Problem(
+                    off,
+                    f"activity {lay.ACTIVITY_NAMES.get(aid, aid)} (magic 0x{magic:x}): {what} lack"
+                    f" {', '.join(missing)}; the activity is skipped in every record",
+                    off,
+                )  # fmt: skip
+            )
+            return None
+        return dec
+
+    @staticmethod
+    def _check_header_time(off: int, ust_time: int) -> None:
+        if not lay.MIN_EPOCH <= ust_time < lay.MAX_EPOCH:
+            raise FormatError(off, f"file header time {ust_time} is not a date between 1980 and 2100")
 
     def _header_old(self, fmt_magic: int, e: str, order: str, version: str) -> FileHeader:
         d = self.data
@@ -260,11 +316,19 @@ class SaFile:
             self._check_activity(off, aid, nr, nr2, size)
             fields = lay.ALIGNED.get((aid, magic))
             dec = _aligned_decoder(fields, size, e, sizeof_long) if fields else None
+            dec = self._usable(off, aid, magic, dec, f"{size}-byte items")
             activities.append(Activity(aid, magic, nr, nr2, False, size, None, dec))
             off += lay.OLD_FILE_ACTIVITY_SIZE
         if not cpu_nr:
             cpu_nr = next((a.nr for a in activities if a.id == lay.A_CPU), 1)
-        return FileHeader(fmt_magic, version, order, sizeof_long, None, ust_time, cpu_nr, *names, 0, activities, off)
+        if not 0 < cpu_nr <= lay.MAX_CPU_NR:
+            raise FormatError(h + (pos["last_cpu_nr"] or 0), f"number of CPUs {cpu_nr} out of range")
+        if self._vol_act_nr > act_nr:
+            raise FormatError(h + (pos["vol_act_nr"] or 0), f"{self._vol_act_nr} volatile activities of {act_nr}")
+        self._check_header_time(h, ust_time)
+        header = FileHeader(fmt_magic, version, order, sizeof_long, None, ust_time, cpu_nr, *names, 0, activities, off)
+        header.problems = self._problems
+        return header
 
     @staticmethod
     def _check_activity(off: int, aid: int, nr: int, nr2: int, size: int) -> None:
@@ -292,24 +356,46 @@ class SaFile:
         written) a partial record at the end is left for the next call instead of reported."""
         off = self.header.data_offset if start is None else start
         end = len(self.data)
-        last_time = self.header.ust_time
         while off < end:
             try:
                 rec = self._record(off)
             except FormatError as exc:
                 if exc.truncated:
-                    if complete:
+                    if not complete:
+                        return  # the rest is still being written
+                    # a count or size damaged into pointing past the end, or a file cut short
+                    resume = self._resync(off + 1)
+                    if resume is None:
                         yield Problem(
                             exc.offset, f"truncated record at offset {off}: {exc.message}", None, self._hex(off)
                         )
-                    return
-                resume = self._resync(off + 1, last_time)
+                        return
+                    yield Problem(exc.offset, f"corrupt record at offset {off}: {exc.message}", resume, self._hex(off))
+                    off = resume
+                    continue
+                resume = self._resync(off + 1)
                 yield Problem(exc.offset, f"corrupt record at offset {off}: {exc.message}", resume, self._hex(off))
                 if resume is None:
                     return
                 off = resume
                 continue
-            last_time = rec.ust_time
+            if self._clock_disagrees(self._last_stats, rec):
+                # a damaged time or uptime, or the clock stepped: the next record tells which
+                nxt = self._peek(rec.end)
+                if nxt is None and not complete and rec.end >= end - 1:
+                    return  # wait for the next record
+                if nxt is None or self._clock_disagrees(rec, nxt):
+                    yield Problem(
+                        off,
+                        f"corrupt record at offset {off}: its time {rec.ust_time} and uptime {rec.uptime_cs} disagree"
+                        f" with those of the records around it; record skipped",
+                        rec.end,
+                        self._hex(off),
+                    )
+                    off = rec.end
+                    continue
+            self._accept(rec)
+            rec.real_clock = self._seconds_agree
             yield rec
             off = rec.end
 
@@ -322,14 +408,18 @@ class SaFile:
         clone.data = data
         return clone
 
-    def _resync(self, off: int, last_time: int) -> int | None:
-        """Next offset where a whole record parses and its time follows the last good one."""
-        for cand in range(off, len(self.data) - 8):
+    def _resync(self, off: int) -> int | None:
+        """Next offset (within RESYNC_WINDOW bytes) where a whole record parses and its time follows the
+        last good one by at most a week."""
+        last_time = self._last_time
+        for cand in range(off, min(len(self.data) - 8, off + lay.RESYNC_WINDOW)):
             try:
                 rec = self._record(cand)
-            except (FormatError, struct.error):
+            except (FormatError, struct.error, ValueError):
                 continue
-            if rec.kind in ("stats", "restart", "comment") and last_time <= rec.ust_time <= last_time + 7 * 86400:
+            if rec.kind not in ("stats", "restart", "comment"):
+                continue
+            if last_time is None or last_time <= rec.ust_time <= last_time + 7 * 86400:
                 return cand
         return None
 
@@ -345,8 +435,7 @@ class SaFile:
         n_int = self._rec_types[2]
         extra_next = self._u32.unpack_from(d, off + 16)[0] if n_int >= 1 else 0
         rtype, hh, mm, ss = d[off + 16 + 4 * n_int : off + 20 + 4 * n_int]
-        if hh > 23 or mm > 59 or ss > 60:
-            raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        self._check_time(off, ust_time, hh, mm, ss)
         body = off + self._rec_size
         if rtype in (lay.R_STATS, lay.R_LAST_STATS):
             if extra_next:
@@ -381,8 +470,7 @@ class SaFile:
         uptime, uptime0 = struct.unpack_from(e + "Q8xQ", d, off)
         ust_time = struct.unpack_from(e + ("Q" if hdr.sizeof_long == 8 else "I"), d, off + 32)[0]
         rtype, hh, mm, ss = d[off + 40 : off + 44]
-        if hh > 23 or mm > 59 or ss > 60:
-            raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        self._check_time(off + 32, ust_time, hh, mm, ss)
         # jiffies -> 1/100 s as "sadf -c" converts, with the reader's HZ (old files do not record it)
         uptime_cs = (uptime0 or uptime) * 100 // self.hz_for_old
         body = off + lay.OLD_RECORD_HEADER_SIZE
@@ -407,6 +495,53 @@ class SaFile:
             return Record("comment", off, body + lay.MAX_COMMENT_LEN, uptime_cs, ust_time, comment=text)
         raise FormatError(off + 40, f"unknown record type {rtype}")
 
+    def _check_time(self, off: int, ust_time: int, hh: int, mm: int, ss: int) -> None:
+        """A record's time: hh:mm:ss in range, a date sysstat can have written, and near the file's start
+        or the last good record (a flipped high byte moves it by 194 days or more). sadc writes the epoch
+        time and hh:mm:ss from one clock reading, so where the file's first record agrees on the seconds
+        every record must (files made with a fake clock, like upstream's test files, do not)."""
+        if hh > 23 or mm > 59 or ss > 59:
+            raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        if not lay.MIN_EPOCH <= ust_time < lay.MAX_EPOCH:
+            raise FormatError(off, f"record time {ust_time} is not a date between 1980 and 2100")
+        self._ss_last = ust_time % 60 == ss
+        if self._seconds_agree and not self._ss_last:
+            raise FormatError(off, f"record time {ust_time} disagrees with its {hh:02d}:{mm:02d}:{ss:02d}")
+        last = self._last_time
+        if last is None:
+            return  # the first record: sar shows it whatever its distance to the header's time
+        for base in (last, self.header.ust_time):
+            if base - lay.RECORD_TIME_BEFORE <= ust_time <= base + lay.RECORD_TIME_AFTER:
+                return
+        raise FormatError(off, f"record time {ust_time} is implausible after {last}")
+
+    def _accept(self, rec: Record) -> None:
+        if self._last_time is None:
+            self._seconds_agree = self._ss_last
+        self._last_time = rec.ust_time
+        if rec.kind == "stats":
+            self._last_stats = rec
+        elif rec.kind == "restart":
+            self._last_stats = None  # uptime starts again
+
+    def _clock_disagrees(self, before: Record | None, rec: Record) -> bool:
+        """Two statistics records of one boot whose uptimes (1/100 s) and clock times (s) do not tell the
+        same interval, in a 0x2175 file with a real clock (old formats count uptime in jiffies of an HZ
+        they do not record)."""
+        if before is None or rec.kind != "stats" or not self._seconds_agree:
+            return False
+        if self.header.format_magic != lay.FORMAT_2175:
+            return False
+        itv = rec.uptime_cs - before.uptime_cs
+        clock = rec.ust_time - before.ust_time
+        return itv <= 0 or abs(itv / 100 - clock) > lay.CLOCK_SLACK_S + lay.CLOCK_SLACK_RATIO * abs(clock)
+
+    def _peek(self, off: int) -> Record | None:
+        try:
+            return self._record(off)
+        except (FormatError, struct.error, ValueError):
+            return None
+
     def _set_nr(self, aid: int, nr: int) -> None:
         acts = self.header.activities
         for i, a in enumerate(acts):
@@ -423,7 +558,7 @@ class SaFile:
                 if off + 4 > size:
                     self._need(off, 4, f"item count of activity {a.name}")
                 nr = self._i32.unpack_from(d, off)[0]
-                if not 0 <= nr <= lay.NR_MAX:
+                if not 0 <= nr <= lay.ITEM_MAX.get(a.id, lay.NR_MAX):
                     raise FormatError(off, f"activity {a.name}: item count {nr} out of range")
                 off += 4
             total = nr * a.nr2 * a.size

@@ -15,6 +15,9 @@ from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, R
 
 SOURCE = "sadc"
 MAX_INTERVAL_CS = 31 * 86400 * 100  # a longer gap between two records is damage, not an interval
+MAX_RATE = 1e13  # per second: no counter sar shows grows faster (a wrapped or damaged one does)
+MAX_LEVEL = float(1 << 53)  # kB, counts: beyond a double's integers is damage
+PERCENT_SECTIONS = {"cpu-load-all"}
 _RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "disk", "net-dev", "net-edev"}
 
 
@@ -88,6 +91,10 @@ class Collector:
         }
         return Emitted("host_configs", record, key=self.host_id)
 
+    def header_problems(self) -> Iterator[Emitted]:
+        for p in self.header.problems:
+            yield dead_letter(SOURCE, self.path, 0, p.offset, f"{self.name}: {p.message}", p.raw)
+
     def feed(self, item: Record | Problem) -> Iterator[Emitted]:
         self.sequence += 1
         if isinstance(item, Problem):
@@ -106,13 +113,21 @@ class Collector:
     def _interval(self, prev: Record, cur: Record) -> Iterator[Emitted]:
         itv = (cur.uptime_cs - prev.uptime_cs) & 0xFFFFFFFFFFFFFFFF  # unsigned, as sar reads it
         plausible = 0 < itv <= MAX_INTERVAL_CS
+        clock = cur.ust_time - prev.ust_time
+        why = "is no interval"
+        if plausible and self.header.format_magic == lay.FORMAT_2175 and cur.real_clock and prev.real_clock:
+            # old formats count uptime in jiffies of an HZ the file does not record, files made with a fake
+            # clock (upstream's tests) have no time to compare with: no check there
+            if abs(itv / 100 - clock) > lay.CLOCK_SLACK_S + lay.CLOCK_SLACK_RATIO * abs(clock):
+                plausible = False
+                why = f"disagrees with the clock ({clock} s)"
         if not plausible:
             yield dead_letter(
                 SOURCE,
                 self.path,
                 0,
                 cur.offset,
-                f"record at offset {cur.offset}: uptime {cur.uptime_cs} after {prev.uptime_cs} is no interval;"
+                f"record at offset {cur.offset}: uptime {cur.uptime_cs} after {prev.uptime_cs} {why};"
                 " CPU and memory are published, rates are not",
                 "",
             )
@@ -133,6 +148,11 @@ class Collector:
         for section, item, values in figures(cur.stats, prev.stats, itv or 1, self.sar):
             if section in _RATE_SECTIONS and not plausible:
                 continue
+            bad = _out_of_range(section, values)
+            if bad:
+                text = f"record at offset {cur.offset}: {section} {item or '-'} {bad}; not published"
+                yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
+                continue
             if section == "cpu-load-all":
                 if item == "all":
                     cpu_all = values
@@ -144,15 +164,21 @@ class Collector:
                 key=self.host_id,
                 snapshot=self.sequence,
             )
-        if cpu_all is not None:
+        if cpu_all is not None and self._interval_s(base, cpu_all, online, prev, cur) is not None:
             yield Emitted("cpu_samples", self._cpu_sample(base, cpu_all, online, prev, cur), key=self.host_id,
                           snapshot=self.sequence)  # fmt: skip
 
-    def _cpu_sample(self, base: dict, v: dict[str, float], online: int, prev: Record, cur: Record) -> dict:
+    def _interval_s(self, base: dict, v: dict[str, float], online: int, prev: Record, cur: Record) -> float | None:
         interval = base["interval_s"]
         if interval is None:  # fall back on the CPUs' own clock: jiffies of "all" / CPUs / HZ
             jiffies = sum(cur.stats[lay.A_CPU][0].get(f, 0) - prev.stats[lay.A_CPU][0].get(f, 0) for f in _JIFFY_FIELDS)
             interval = jiffies / max(online, 1) / (self.header.hz or 100)
+            if not 0 < interval <= MAX_INTERVAL_CS / 100:
+                return None  # the counters are damaged too: nothing to publish
+        return float(interval)
+
+    def _cpu_sample(self, base: dict, v: dict[str, float], online: int, prev: Record, cur: Record) -> dict:
+        interval = self._interval_s(base, v, online, prev, cur)
         return {
             "host_id": self.host_id,
             "hostname": self.header.nodename,
@@ -173,6 +199,19 @@ class Collector:
 _JIFFY_FIELDS = ("user", "nice", "sys", "iowait", "idle", "steal", "hardirq", "softirq")
 
 
+def _out_of_range(section: str, values: dict[str, float]) -> str:
+    """Why these figures cannot be right, or '' (each is >= 0, finite, percentages of CPU time <= 100)."""
+    for name, v in values.items():
+        if not 0 <= v <= MAX_LEVEL:  # also NaN
+            return f"{name} = {v!r} out of range"
+        if section in _RATE_SECTIONS and v > MAX_RATE and name not in ("rx_bytes", "tx_bytes", "rx_packets",
+                                                                         "tx_packets", "speed"):  # fmt: skip
+            return f"{name} = {v!r} per second out of range"
+        if section in PERCENT_SECTIONS and v > 100.0001:
+            return f"{name} = {v!r} % out of range"
+    return ""
+
+
 def _problem_text(p: Problem) -> str:
     where = f"; reading went on at offset {p.resumed_at}" if p.resumed_at is not None else ""
     return f"{p.message}{where}"
@@ -187,6 +226,7 @@ def records_of_bytes(data: bytes, path: str, options: Options) -> Iterator[Emitt
         return
     collector = Collector(sa.header, path, options)
     yield collector.host_config()
+    yield from collector.header_problems()
     for item in sa.records():
         yield from collector.feed(item)
 
@@ -204,18 +244,26 @@ class Tail:
         self.collector: Collector | None = None
         self.offset: int | None = None  # end of the last whole record read
         self.file: SaFile | None = None
+        self.failed = False  # the file cannot be read: nothing more is published from it
 
     def poll(self) -> Iterator[Emitted]:
         data = self.path.read_bytes()
+        if self.failed:
+            return
         if self.collector is None:
             try:
                 sa = open_bytes(data, str(self.path), self.options.hz)
             except FormatError as exc:
                 if exc.truncated:
                     return  # the header is still being written
-                raise
+                # a file we cannot read (old format, damaged header): reported once, then left alone,
+                # so following goes on with the other files
+                self.failed = True
+                yield dead_letter(SOURCE, str(self.path), 0, exc.offset, f"{self.path.name}: {exc}", data[:64].hex())
+                return
             self.collector = Collector(sa.header, str(self.path), self.options)
             yield self.collector.host_config()
+            yield from self.collector.header_problems()
         else:
             assert self.file is not None
             sa = self.file.grown(data)
