@@ -108,8 +108,9 @@ class FilePublisher:
         return self.progress.complete and self.progress.size == self.path.stat().st_size
 
     def restart(self) -> None:
-        """--force: publish everything again (the warehouse keys absorb the repeats)."""
-        self.resume_snapshot, self.resume_offset = 0, -1
+        """--force: publish every record again (the warehouse keys absorb the repeats); the dead
+        letters Kafka already has are not sent twice (their table is read by people, not merged)."""
+        self.resume_snapshot = 0
 
     def finish(self, checkpoint: bool = True) -> None:
         """The whole file was read; `checkpoint=False` leaves the flush and the ledger to the caller
@@ -167,6 +168,7 @@ class FilePublisher:
 
     def fail(self, error: str) -> None:
         """The file could not be read (further): one message, one dead letter; not ledgered as done."""
+        error = error.removeprefix(f"{self.path}: ")  # the message names the file once
         self.summary.failed += 1
         self.summary.failed_files.append(f"{self.path}: {error}")
         self.producer.send(
