@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -16,12 +17,46 @@ from fastavro import parse_schema, schemaless_writer
 from fleetperf.config import Settings, Topic
 
 
+def _secret_file(path: str) -> str:
+    return Path(path).read_text().strip()
+
+
+def kafka_client_config(settings: Settings) -> dict[str, Any]:
+    """librdkafka settings every client of ours shares: the brokers and, from [kafka], TLS/SASL
+    (security_protocol, sasl_mechanism, sasl_username, sasl_password_file, ssl_ca_location)."""
+    k = settings["kafka"]
+    conf: dict[str, Any] = {"bootstrap.servers": settings.bootstrap}
+    protocol = str(k.get("security_protocol") or "PLAINTEXT").upper()
+    if protocol != "PLAINTEXT":
+        conf["security.protocol"] = protocol
+    if k.get("sasl_mechanism"):
+        conf["sasl.mechanism"] = k["sasl_mechanism"]
+        conf["sasl.username"] = k.get("sasl_username", "")
+        conf["sasl.password"] = _secret_file(k["sasl_password_file"]) if k.get("sasl_password_file") else ""
+    if k.get("ssl_ca_location"):
+        conf["ssl.ca.location"] = k["ssl_ca_location"]
+    return conf
+
+
+def registry_config(settings: Settings) -> dict[str, Any]:
+    """Schema registry client settings: [registry] url (overrides host/port, e.g. https), basic
+    auth with the password from a file, the CA of its certificate."""
+    r = settings["registry"]
+    conf: dict[str, Any] = {"url": r.get("url") or settings.registry_url}
+    if r.get("basic_auth_user"):
+        password = _secret_file(r["basic_auth_password_file"]) if r.get("basic_auth_password_file") else ""
+        conf["basic.auth.user.info"] = f"{r['basic_auth_user']}:{password}"
+    if r.get("ssl_ca_location"):
+        conf["ssl.ca.location"] = r["ssl_ca_location"]
+    return conf
+
+
 def registry_client(settings: Settings) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": settings.registry_url})
+    return SchemaRegistryClient(registry_config(settings))
 
 
 def ensure_topics(settings: Settings, topics: Iterable[Topic] | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    admin = AdminClient(kafka_client_config(settings))
     wanted = list(topics or settings.topics.values())
     futures = admin.create_topics(
         [NewTopic(t.name, num_partitions=settings["kafka"]["partitions"], replication_factor=1) for t in wanted],
@@ -57,7 +92,7 @@ class AvroProducer:
         self.errors: list[str] = []
         client = registry_client(settings)
         base = {
-            "bootstrap.servers": settings.bootstrap,
+            **kafka_client_config(settings),
             "enable.idempotence": True,
             "linger.ms": 20,
             "compression.type": "lz4",

@@ -121,17 +121,3 @@ def _apt(why: str, *packages: str) -> None:
         result = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-    import os
-    import shutil
-
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        raise RuntimeError("the dashboard tests need Chromium: apt-get install chromium chromium-driver")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
-    ):
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-    return CHROMIUM, CHROMEDRIVER

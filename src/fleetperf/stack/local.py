@@ -202,7 +202,9 @@ class LocalStack:
                     "share.coordinator.state.topic.replication.factor=1",
                     "share.coordinator.state.topic.min.isr=1",
                     "group.initial.rebalance.delay.ms=0",
-                    "auto.create.topics.enable=true",
+                    # the project creates its topics (kafka_avro.ensure_topics); a typo or a stranger
+                    # must not create new ones
+                    "auto.create.topics.enable=false",
                     "",
                 ]
             )

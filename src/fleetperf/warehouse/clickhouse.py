@@ -341,3 +341,17 @@ def migrate(settings: Settings) -> tuple[Client, list[str]]:
         ch.insert("schema_migrations", [[path.stem]], column_names=["version"])
         ran.append(path.stem)
     return ch, ran
+
+
+def superset_connection_mutator(uri: Any, params: dict[str, Any], *_: Any) -> tuple[Any, dict[str, Any]]:  # noqa: ANN401
+    """Superset's DB_CONNECTION_MUTATOR: a ClickHouse URI on the embedded engine (interface=chdb or
+    a path parameter) is sent through the read-only dialect whatever driver it names."""
+    if uri.get_backend_name() == "clickhousedb" and uri.get_driver_name() != "fleetperf":
+        query = dict(uri.query)
+        if query.get("interface") == "chdb" or "path" in query or str(query.get("dsn", "")).startswith("chdb"):
+            query.pop("interface", None)
+            if "path" not in query and str(query.get("dsn", "")).startswith("chdb://"):
+                query["path"] = query["dsn"][len("chdb://") :]
+            query.pop("dsn", None)
+            uri = uri.set(drivername=READ_ONLY_SCHEME, query=query)
+    return uri, params

@@ -1,10 +1,16 @@
-"""Superset's one-time set-up (metadata DB, admin, roles) and the import of dashboards/bundle.
+"""Superset's one-time set-up (metadata DB, roles, admin) and the import of dashboards/bundle.
 
 Both run as `superset` CLI calls before the warehouse process starts, i.e. while no process
-holds the embedded ClickHouse data path."""
+holds the embedded ClickHouse data path.
+
+No default credentials: the admin password is FLEETPERF_SUPERSET_ADMIN_PASSWORD when set, else
+generated at the first start and printed once; either way it is kept in
+<state>/secrets/superset_admin_password (0600) and handed to Superset on stdin, never on a command
+line (`ps` shows those to every local user). The secret key is generated likewise."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -14,9 +20,28 @@ import zipfile
 from pathlib import Path
 
 from fleetperf.config import PACKAGE_ROOT, Settings
+from fleetperf.warehouse import credentials
 from fleetperf.warehouse.clickhouse import sqlalchemy_uri
 
 BUNDLE = PACKAGE_ROOT / "dashboards" / "bundle"
+
+# Creates the admin or resets its password inside Superset's app context; the password arrives on stdin.
+_SET_ADMIN = """
+import json, sys
+data = json.load(sys.stdin)
+from superset.app import create_app
+app = create_app()
+with app.app_context():
+    from superset import security_manager as sm
+    user = sm.find_user(username=data["user"])
+    if user is None:
+        role = sm.find_role(sm.auth_role_admin)
+        if not sm.add_user(data["user"], "fleet", "admin", "admin@localhost", role, password=data["password"]):
+            sys.exit("could not create the Superset admin user")
+    else:
+        sm.reset_password(user.id, data["password"])
+print("admin password set")
+"""
 
 
 def _superset(env: dict[str, str], *args: str) -> str:
@@ -27,38 +52,58 @@ def _superset(env: dict[str, str], *args: str) -> str:
     return result.stdout + result.stderr
 
 
+def _set_admin_password(env: dict[str, str], user: str, password: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _SET_ADMIN],
+        input=json.dumps({"user": user, "password": password}),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"setting the Superset admin password failed:\n{result.stderr[-3000:]}")
+
+
+def ensure_admin(settings: Settings, env: dict[str, str], environ: dict[str, str] | None = None) -> str | None:
+    """Makes the admin's password the wanted one; returns it when it was generated now (to show once)."""
+    environ = os.environ if environ is None else environ
+    path = credentials.superset_admin_password_path(settings)
+    stored = credentials.superset_admin_password(settings) if path.exists() else None
+    generated = None
+    wanted = environ.get(credentials.ADMIN_PASSWORD_ENV) or stored
+    if not wanted:
+        wanted = generated = secrets.token_urlsafe(18)
+    if wanted != stored:
+        _set_admin_password(env, settings["superset"]["admin_user"], wanted)
+        credentials.store(settings, path.name, wanted)
+    return generated
+
+
 def prepare(settings: Settings, env: dict[str, str]) -> None:
-    home = settings.state_dir / "superset"
-    home.mkdir(parents=True, exist_ok=True)
-    key = home / "secret_key"
-    if not key.exists():
-        key.write_text(secrets.token_urlsafe(42))
+    credentials.private_dir(settings.state_dir)
+    home = credentials.private_dir(settings.state_dir / "superset")
+    old_key = home / "secret_key"
+    if old_key.exists():
+        # the key of earlier versions was written 0644 (readable by every local user): replace it
+        old_key.unlink()
+    credentials.superset_secret_key(settings, create=True)
     marker = home / "initialised"
     if not marker.exists():
-        sup = settings["superset"]
         _superset(env, "db", "upgrade")
-        _superset(
-            env,
-            "fab",
-            "create-admin",
-            "--username",
-            sup["admin_user"],
-            "--firstname",
-            "fleet",
-            "--lastname",
-            "admin",
-            "--email",
-            "admin@localhost",
-            "--password",
-            sup["admin_password"],
-        )
         _superset(env, "init")
         marker.write_text("ok\n")
+    generated = ensure_admin(settings, env)
+    if generated:
+        print(
+            f"  Superset admin password (shown once; kept in {credentials.superset_admin_password_path(settings)}): "
+            f"{generated}",
+            flush=True,
+        )
     import_bundle(settings, env)
 
 
 def bundle_zip(settings: Settings, target: Path) -> Path:
-    """Zips dashboards/bundle with the configured database URI filled in."""
+    """Zips dashboards/bundle with the configured (read-only) database URI filled in."""
     with zipfile.ZipFile(target, "w") as zf:
         for path in sorted(BUNDLE.rglob("*.yaml")):
             text = path.read_text().replace("${SQLALCHEMY_URI}", sqlalchemy_uri(settings))
@@ -67,7 +112,8 @@ def bundle_zip(settings: Settings, target: Path) -> Path:
 
 
 def import_bundle(settings: Settings, env: dict[str, str]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    # the archive holds the database URI (with the read user's password on a server): private dir
+    with tempfile.TemporaryDirectory(dir=credentials.secrets_dir(settings)) as tmp:
         archive = bundle_zip(settings, Path(tmp) / "fleetperf_bundle.zip")
         out = _superset(env, "import-dashboards", "-p", str(archive), "-u", settings["superset"]["admin_user"])
     if "error" in out.lower() and "success" not in out.lower():
