@@ -23,6 +23,7 @@ from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.aix.collect import from_file
 from fleetperf.sources.perfkit.records import Options, records_of_file
 from fleetperf.stack.install import browser
+from fleetperf.warehouse.credentials import superset_admin_password
 from tests.golden import HPMSTAT_BEFORE_LSA
 from tests.integration.test_aix_ingest import _etherchannel_capture
 from tests.unit.test_perfkit import DATA
@@ -169,7 +170,7 @@ def _login(driver, stack: Settings) -> None:  # noqa: ANN001
         driver.get(f"{stack.superset_url}/login/")
         WebDriverWait(driver, 60).until(ec.presence_of_element_located((By.ID, "username")))
         driver.find_element(By.ID, "username").send_keys(sup["admin_user"])
-        driver.find_element(By.ID, "password").send_keys(sup["admin_password"])
+        driver.find_element(By.ID, "password").send_keys(superset_admin_password(stack))
         driver.find_element(By.ID, "password").submit()
         try:
             WebDriverWait(driver, 40).until(lambda d: "/login" not in d.current_url)

@@ -15,6 +15,7 @@ from fleetperf.config import Settings
 from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
 from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.publish import ingest
+from fleetperf.warehouse.credentials import superset_admin_password
 from tests.integration.expected import snapshots, window_metrics
 
 pytestmark = pytest.mark.integration
@@ -140,7 +141,7 @@ def test_superset_dashboard_chart_reads_the_warehouse(ingested: Settings) -> Non
         f"{base}/api/v1/security/login",
         json={
             "username": ingested["superset"]["admin_user"],
-            "password": ingested["superset"]["admin_password"],
+            "password": superset_admin_password(ingested),
             "provider": "db",
         },
         timeout=30,

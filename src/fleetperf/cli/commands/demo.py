@@ -42,7 +42,7 @@ def cmd_demo(args: argparse.Namespace, s: config.Settings) -> int:
     print(f"\nready in {time.monotonic() - t0:.0f}s")
     print(
         f"Superset: {s.superset_url}/superset/dashboard/fleet-overview/  (user {s['superset']['admin_user']}, "
-        f"password {s['superset']['admin_password']})"
+        f"password in {s.state_dir / 'secrets' / 'superset_admin_password'})"
     )
     print('SQL:      ./fleetperf sql "SELECT * FROM host_cpu_minute ORDER BY minute DESC LIMIT 10"')
     print("stop:     ./fleetperf down")
