@@ -119,8 +119,9 @@ def test_quirks_in_random_chunks(tmp_path: Path) -> None:
     want = [comparable(e) for e in reference_parse(path)]
     topics = [w[0] for w in want]
     # the file exercises what it claims to: garbage, bad numbers, missing times, a NUL in a
-    # configuration line and a tag that is none all become dead letters
-    assert topics.count("dead_letters") == 8
+    # configuration line, a tag that is none, a snapshot whose ZZZZ line is damaged and the cut
+    # last line all become dead letters
+    assert topics.count("dead_letters") == 10
     assert topics.count("nmon_snapshots") == 3
     # an AAA line between snapshots changes the identity of the records completed after it (T0002
     # completes at the next ZZZZ, after the AAA line)
@@ -154,10 +155,12 @@ def test_values_decode_as_written(tmp_path: Path) -> None:
     assert top["labels"] == {"PID": "1234", "Command": "java", "WLMclass": "Unclassified"}
     assert rows[("TOP", "42 ksh")]["values"][0] == 1.0  # NBSP stripped as Python's str.strip does
     app = rows[("MYAPP", "")]
-    assert app["values"][0] == 1000.0 and app["values"][1] is None and app["labels"] == {"state": "up"}
-    assert app["values"][2] != app["values"][2]  # nan
+    # an unknown section keeps what is not a finite number as text: 1_000 (float() would take it
+    # as 1000) and nan are labels, never values
+    assert app["values"] == [None, None, None]
+    assert app["labels"] == {"requests": "1_000", "state": "up", "latency": "nan"}
     assert rows[("NET", "en0")]["values"] == [1.5, None, 300.0]
-    assert rows[("DISKBUSY", "hdisk0")]["values"] == [7.0, float("-inf")]
+    assert rows[("DISKBUSY", "hdisk0")]["values"] == [7.0, None]  # -inf: null and a dead letter
 
 
 def test_resume_counters_follow_the_bytes(tmp_path: Path) -> None:
@@ -168,8 +171,12 @@ def test_resume_counters_follow_the_bytes(tmp_path: Path) -> None:
     assert parser.consumed == QUIRKS.encode()[:100].rfind(b"\n") + 1
     list(parser.feed(QUIRKS.encode()[100:]))
     list(parser.finish())
-    assert parser.consumed == len(QUIRKS.encode())
-    assert parser.last_line_offset == QUIRKS.encode().rfind(b"\n") + 1
+    data = QUIRKS.encode()
+    cut = data.rfind(b"\n") + 1  # the last line has no end of line: not consumed
+    assert parser.consumed == cut
+    assert parser.last_line_offset == data.rfind(b"\n", 0, cut - 1) + 1
+    # the open snapshot T0005 (its ZZZZ line) is where a later run resumes
+    assert parser.resume_offset == data.index(b"ZZZZ,T0005")
     reference = NmonParser(str(path))
     for line_no, raw in enumerate(QUIRKS.encode().splitlines(keepends=True), start=1):
         list(reference.feed(raw, line_no, 0))
@@ -224,7 +231,7 @@ def test_zzzz_times_in_a_zone_with_dst(tmp_path: Path) -> None:
         "02:30:00,27-OCT-2024",  # the fall-back day (ambiguous hour)
         "12:00:00,31-FEB-2024",  # no such day: a dead letter
         "25:00:00,02-APR-2024",  # no such hour
-        "12:00:00,02-APR-24",  # year 24: Python takes it
+        "12:00:00,02-APR-24",  # year 24: Python takes it as 2024
         "12:00:00,29-FEB-2024",
     ]
     lines = ["AAA,host,dst", "AAA,interval,60", "CPU_ALL,CPU Total dst,User%,Sys%,Wait%,Idle%,Steal%,Busy,CPUs"]
@@ -248,7 +255,8 @@ def test_zzzz_times_in_a_zone_with_dst(tmp_path: Path) -> None:
     # the first ZZZZ and the odd or impossible ones went to Python; each other day was asked once
     days = [((2024, 3, 31), False), ((2024, 4, 1), True), ((2024, 10, 27), False), ((2024, 2, 29), True)]
     assert asked == [*days, ((2024, 5, 1), True)]
-    assert [w[0] for w in want].count("dead_letters") == 2
+    # 31-FEB and 25:00 (the ZZZZ lines), and each of their snapshots' data line
+    assert [w[0] for w in want].count("dead_letters") == 4
     assert [w[0] for w in want].count("cpu_samples") == len(stamps) - 2
 
 

@@ -103,13 +103,16 @@ def test_data_before_its_zzzz_line_and_garbage(tmp_path: Path) -> None:
         "CPU_ALL,T0003,3.0,3.0,0.0,93.0,1.0,,2\n"
     )
     good, bad = records(f)
-    assert [r["origin_snapshot"] for r in good] == ["T0001"]
+    # T0002 arrives with Sys% null; the rest of its row as written
+    assert [r["origin_snapshot"] for r in good] == ["T0001", "T0002"]
     assert good[0]["user_pct"] == 1.0 and good[0]["steal_pct"] == 1.0  # header blanks stripped
+    assert (good[1]["user_pct"], good[1]["sys_pct"], good[1]["idle_pct"]) == (5.0, None, 90.0)
     assert [(b["line"], b["error"].split(":")[0]) for b in bad] == [
         (6, "not an nmon line (no section tag)"),
         (8, "CPU Sys%"),
-        (9, "snapshot T0003 has data but no ZZZZ time line (file cut short?)"),
+        (9, "snapshot T0003"),
     ]
+    assert "1 data lines without a valid ZZZZ time line" in bad[2]["error"]
     assert bad[0]["byte_offset"] == len("".join(f.read_text().splitlines(keepends=True)[:5]).encode())
 
 

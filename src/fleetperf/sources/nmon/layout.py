@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fleetperf.ingest.validate import Kind
+
 # per-CPU sections: CPU01 / CPU001 -> section CPU, entity "1"; CPU_ALL -> entity "ALL"
 _PER_CPU = re.compile(r"^(CPU|PCPU|SCPU)(\d+|_ALL)$")
 # sections whose columns are entities (disks, disk groups, volume groups, file systems);
@@ -43,6 +45,12 @@ KNOWN = {
     "JFSFILE",
     "JFSINODE",
 }
+
+# what a value may be (ingest/validate.py): nmon writes -1 for "not available" and deltas of wrapped
+# counters in MEM, PROC, VM, PAGE... (seen in real Linux files), and DISKBUSY above 100 (101.0 in a
+# real Linux file), so only these are checked beyond "a finite number":
+_NON_NEGATIVE = {"CPU", "PCPU", "SCPU", "LPAR", "NET", "NETPACKET", "NETERROR", "NETSIZE", "IOADAPT"}
+_PERCENT = {"CPU"}  # CPU01 / CPU_ALL columns ending in % (User%, Sys%, Wait%, Idle%, Steal%)
 
 # typed CpuSample fields (schemas/cpu_sample.avsc) from CPU_ALL and LPAR
 CPU_SAMPLE_FIELDS = (
@@ -91,6 +99,7 @@ class Header:
     top: bool = False
     entity_from_labels: tuple[str, ...] = ()
     cpu_fields: tuple[tuple[str, int], ...] = ()
+    kinds: tuple[int, ...] = ()  # validate.Kind per numeric column, in value order
 
     @property
     def width(self) -> int:
@@ -134,6 +143,28 @@ def header(tag: str, columns: list[str]) -> Header:
     cpu_map = _CPU_COLUMNS.get(tag, {})
     cpu_fields = tuple((cpu_map[n], pos) for pos, n in enumerate(names) if n in cpu_map)
     strict = section in KNOWN or _COLUMNS_ARE_ENTITIES.match(tag) is not None
+    kinds = tuple(_kind(section, tag, n) if strict else Kind.ANY for n in names)
     return Header(
-        section, columns, numeric, text, entities, metrics, strict, top, ("PID", "Command") if top else (), cpu_fields
+        section,
+        columns,
+        numeric,
+        text,
+        entities,
+        metrics,
+        strict,
+        top,
+        ("PID", "Command") if top else (),
+        cpu_fields,
+        kinds,
     )
+
+
+def _kind(section: str, tag: str, name: str) -> Kind:
+    if section in _PERCENT and name.endswith("%"):
+        return Kind.PERCENT
+    if _COLUMNS_ARE_ENTITIES.match(tag):
+        # per disk / file system ratios: Linux nmon writes -nan for a file system of size 0
+        return Kind.RATIO
+    if section in _NON_NEGATIVE:
+        return Kind.NON_NEGATIVE
+    return Kind.ANY

@@ -24,9 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from fleetperf import config
+from fleetperf.ingest import validate
 from fleetperf.ingest.records import Emitted, dead_letter
-from fleetperf.sources.nmon import layout
-from fleetperf.sources.nmon.parser import SOURCE, LineError, NmonParser, open_binary
+from fleetperf.sources.nmon import layout, sniff
+from fleetperf.sources.nmon.parser import (
+    CUT_LINE,
+    DEFAULT_MAX_LINE,
+    DEFAULT_MAX_SNAPSHOT,
+    RAW_KEPT,
+    SOURCE,
+    FileRejectedError,
+    LineError,
+    NmonParser,
+    read_chunks,
+)
 
 try:
     import fleetperf_nmon_scan as _native
@@ -104,13 +115,33 @@ def _plan(schema: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 class NativeNmonParser:
-    """Feed it chunks of one nmon file; it yields Emitted records as snapshots complete."""
+    """Feed it chunks of one nmon file; it yields Emitted records as snapshots complete. Options
+    and `resume_offset` / `rejected` as NmonParser's."""
 
-    def __init__(self, file_name: str, tz: tzinfo = UTC) -> None:
+    def __init__(
+        self,
+        file_name: str,
+        tz: tzinfo = UTC,
+        *,
+        date_order: str | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        max_snapshot: int = DEFAULT_MAX_SNAPSHOT,
+        resume_from: int = 0,
+    ) -> None:
         if _native is None:
             raise RuntimeError("the native nmon scanner is not built (see sources/nmon/README.md)")
-        self.lines = NmonParser(file_name, tz)  # headers, times, host configuration
-        self.scanner = _native.Scanner(self, *_plans())
+        # headers, times, host configuration
+        self.lines = NmonParser(file_name, tz, date_order=date_order, max_line=max_line, max_snapshot=max_snapshot)
+        limits = (
+            max_line,
+            max_snapshot,
+            validate.MAX_NUMBER_CHARS,
+            100 + validate.PERCENT_TOLERANCE,
+            RAW_KEPT,
+            (sniff.NOT_NMON, sniff.EMPTY, CUT_LINE),
+        )
+        self.scanner = _native.Scanner(self, *_plans(), limits)
+        self.resume_from = resume_from
         self.file_name = file_name
         self.errors = 0
         self.snapshots_emitted = 0
@@ -131,20 +162,39 @@ class NativeNmonParser:
     def last_line_offset(self) -> int:
         return self.scanner.last_line_offset
 
+    @property
+    def resume_offset(self) -> int:
+        """As NmonParser.resume_offset."""
+        return self.scanner.resume_offset
+
+    @property
+    def rejected(self) -> str | None:
+        """Why the whole file is not read (not nmon, empty, no usable date), else None."""
+        return self.scanner.rejected
+
     def feed(self, chunk: bytes) -> Iterator[Emitted]:
         for event in self.scanner.feed(chunk):
+            yield from self._event(event)
+
+    feed_chunk = feed  # NmonParser's name for the same thing
+
+    def damaged(self, reason: str) -> Iterator[Emitted]:
+        for event in self.scanner.damaged(reason):
             yield from self._event(event)
 
     def finish(self) -> Iterator[Emitted]:
         for event in self.scanner.finish(self._context()):
             yield from self._event(event)
-        if not self.lines.config_emitted and self.lines.first_ts is not None:
-            yield self.lines.config_record()
+        if self.rejected is None and not self.lines.config_emitted and self.lines.first_ts is not None:
+            if self.resume_from <= 0:
+                yield self.lines.config_record()
 
     # called by the scanner for every line that is not data of a known section
     def scan_control(self, tag: bytes, rest: bytes, line: bytes, line_no: int) -> tuple[object, ...] | None:
         try:
             result = self.lines.control(tag, rest, line)
+        except FileRejectedError as exc:
+            return ("reject", str(exc))
         except LineError as exc:
             return ("error", str(exc))
         if result is None:
@@ -163,13 +213,23 @@ class NativeNmonParser:
     # called by the scanner with the AAA/BBB* lines it collected since its last call to Python
     def scan_config(self, lines: list[tuple[bytes, bytes]]) -> tuple[list[str], list[float]] | None:
         # AAA lines decide identity and interval: the scanner writes them into every record
-        return self._context() if self.lines.config.add_lines(lines) else None
+        if not self.lines.config.add_lines(lines):
+            return None
+        for tag, rest in lines:
+            if tag == b"AAA":
+                self.lines.note_aaa(rest)
+        return self._context()
 
     # called by the scanner once per day of ZZZZ times it reads itself
     def scan_day_start(self, year: int, month: int, day: int) -> int | None:
         """Midnight in epoch ms, if the zone's UTC offset is the same all day (then a ZZZZ time is
         midnight + clock, as NmonParser computes it); None sends that day's ZZZZ lines to Python."""
         tz = self.lines.tz
+        if not validate.year_plausible(year):
+            return None
+        start = int(datetime(year, month, day, tzinfo=tz).timestamp() * 1000)
+        if start < validate.earliest_ms() or start + 86_400_000 > validate.latest_ms():
+            return None  # Python checks the time itself (validate.timestamp_problem)
         hours = (0, 6, 12, 18, 23)
         offsets = {datetime(year, month, day, h, 59 if h == 23 else 0, tzinfo=tz).utcoffset() for h in hours}
         if len(offsets) != 1:
@@ -185,7 +245,9 @@ class NativeNmonParser:
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
         if kind == "snapshot":
-            _, number, values, snapshot, cpu = event
+            _, number, values, snapshot, cpu, position = event
+            if position < self.resume_from:
+                return
             self.snapshots_emitted += 1
             self.values_emitted += values
             key = self._key
@@ -194,12 +256,15 @@ class NativeNmonParser:
             yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)
         elif kind == "dead":
             _, line_no, offset, error, raw = event
+            if offset < self.resume_from:
+                return
             self.errors += 1
             yield dead_letter(SOURCE, self.file_name, line_no, offset, error, raw)
         elif kind == "config":
             assert self._pending_config is not None
-            yield self._pending_config
-            self._pending_config = None
+            pending, self._pending_config = self._pending_config, None
+            if event[1] >= self.resume_from:
+                yield pending
 
 
 def _spec(header: layout.Header) -> tuple[object, ...]:
@@ -214,13 +279,16 @@ def _spec(header: layout.Header) -> tuple[object, ...]:
         header.top,
         list(header.entity_from_labels),
         [(_SLOTS[name], pos) for name, pos in header.cpu_fields],
+        [int(k) for k in header.kinds],
     )
 
 
-def parse_file(path: Path, tz: tzinfo = UTC) -> Iterator[Emitted]:
+def parse_file(path: Path, tz: tzinfo = UTC, *, date_order: str | None = None) -> Iterator[Emitted]:
     """Every record of one nmon file (plain or gzip) through the native scanner, in file order."""
-    parser = NativeNmonParser(str(path), tz)
-    with open_binary(path) as handle:
-        while chunk := handle.read(CHUNK):
-            yield from parser.feed(chunk)
+    parser = NativeNmonParser(str(path), tz, date_order=date_order)
+    for chunk in read_chunks(path, CHUNK):
+        if isinstance(chunk, str):
+            yield from parser.damaged(chunk)
+            break
+        yield from parser.feed(chunk)
     yield from parser.finish()

@@ -3,62 +3,179 @@
 nmon writes a header line per section (`CPU_ALL,CPU Total host,User%,...`) and then one data
 line per snapshot (`CPU_ALL,T0001,...`); the snapshot's time comes from its `ZZZZ,T0001,...`
 line, which some writers put after the data. A snapshot is therefore complete when the next
-ZZZZ line arrives, which keeps memory to about two snapshots whatever the file size.
+ZZZZ line arrives (or the file ends cleanly, with an end of line), which keeps memory to about
+two snapshots whatever the file size.
 
 Per completed snapshot the parser yields an `nmon_snapshots` record (every value of every
 section) and a typed `cpu_samples` record (CPU_ALL + LPAR, what the Flink job needs); once per
 file a `host_configs` record (AAA and BBB* text, parsed into host attributes).
+
+Bad input never stops the file and is never silent: see "Bad input" in README.md. The native
+scanner (native_parser.py, native/src/lib.rs) must give the same records and dead letters.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import IO
 
+from fleetperf.ingest import validate
 from fleetperf.ingest.records import Emitted, dead_letter
-from fleetperf.sources.nmon import layout
+from fleetperf.sources.nmon import layout, sniff
 from fleetperf.sources.nmon.host_config import HostConfigBuilder
 
 SOURCE = "nmon"
+# bounds (configurable per parser): beyond them a dead letter, and the file goes on
+DEFAULT_MAX_LINE = 1 << 20  # bytes of one line
+DEFAULT_MAX_SNAPSHOT = 64 << 20  # bytes of the data lines of one snapshot
+MAX_TAG_CHARS = 10  # "T" + 9 digits; nmon counts up to T99999999 at most
+RAW_KEPT = 1024  # bytes of an over-long line kept in its dead letter
+CHUNK = 1 << 20
+DATE_ORDERS = ("dmy", "mdy")
+CUT_LINE = (
+    "last line has no end of line (file cut short, or still being written): not read; "
+    "the snapshot it belongs to waits for the rest"
+)
+# a clock going back by more than this between dateless ZZZZ lines is the next day; less is a clock
+# step (NTP), not a day
+_ROLLOVER = 12 * 3600
+
 _TAG = re.compile(rb"^[A-Z][A-Za-z0-9_+\-]*$")
 _MONTHS = {
     m: i
     for i, m in enumerate(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"], start=1)
 }
+_DATE_MON = re.compile(r"^(\d{1,2})[-/ ]([A-Za-z]{3})[-/ ](\d{4}|\d{2})$")
+_DATE_YMD = re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})$")
+_DATE_NUM = re.compile(r"^(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})$")
+_FILE_DATE = re.compile(r"_(\d{2})(\d{2})(\d{2})_\d{4}")  # nmon's default name: host_YYMMDD_HHMM.nmon
 
 
 class LineError(ValueError):
     pass
 
 
+class FileRejectedError(LineError):
+    """The file as a whole cannot be read (not nmon, no usable date): one dead letter, then nothing."""
+
+
 @dataclass
 class _Snapshot:
+    tag: bytes
+    first_line: int
+    first_offset: int
     rows: list[dict[str, object]] = field(default_factory=list)
     cpu: dict[str, float | int | None] = field(default_factory=dict)
-    first_line: int = 0
-    first_offset: int = 0
-    ts: datetime | None = None
+    ts: int | None = None  # epoch ms of its ZZZZ line
+    lines: int = 0  # data lines
+    size: int = 0  # bytes of its data lines
+    overflow: bool = False  # larger than max_snapshot: rows dropped, lines only counted
 
 
-def _is_snapshot_tag(tag: bytes) -> bool:
+def _looks_like_tag(tag: bytes) -> bool:
     return len(tag) > 1 and tag[0] == 84 and tag[1:].isdigit()  # b"T0001"
 
 
-def _to_float(text: bytes) -> float | None:
-    return float(text) if text.strip() else None
+def _is_snapshot_tag(tag: bytes) -> bool:
+    return len(tag) <= MAX_TAG_CHARS and _looks_like_tag(tag)
+
+
+def two_digit_year(year: int) -> int:
+    return 2000 + year if year < 70 else 1900 + year
+
+
+def _clock_seconds(text: bytes) -> int | None:
+    """HH:MM:SS, or AAA,time's HH:MM.SS; None if not a time of day."""
+    m = re.fullmatch(rb"\s*(\d{1,2}):(\d{1,2})[:.](\d{1,2})\s*", text)
+    if not m:
+        return None
+    h, mi, s = (int(g) for g in m.groups())
+    return h * 3600 + mi * 60 + s if h < 24 and mi < 60 and s < 60 else None
+
+
+def start_date(text: str, file_name: str, order: str | None) -> date:
+    """The day of the first snapshot from AAA,date (classic nmon: ZZZZ lines without a date).
+    Day and month order comes from the date itself (a number above 12), else the file name
+    (host_YYMMDD_HHMM.nmon), else `order`; otherwise FileRejectedError says so."""
+    text = text.strip()
+    if m := _DATE_MON.match(text):
+        month = _MONTHS.get(m.group(2).upper())
+        year = int(m.group(3)) if len(m.group(3)) == 4 else two_digit_year(int(m.group(3)))
+        candidates = [(year, month, int(m.group(1)))] if month else []
+    elif m := _DATE_YMD.match(text):
+        candidates = [(int(m.group(1)), int(m.group(3)), int(m.group(4)))]
+    elif m := _DATE_NUM.match(text):
+        a, b = int(m.group(1)), int(m.group(3))
+        year = int(m.group(4)) if len(m.group(4)) == 4 else two_digit_year(int(m.group(4)))
+        candidates = [(year, b, a), (year, a, b)]  # dmy, mdy
+    else:
+        candidates = []
+    days = {}
+    for order_name, (y, mo, d) in zip(DATE_ORDERS, candidates, strict=False):
+        try:
+            days.setdefault(date(y, mo, d), []).append(order_name)
+        except ValueError:
+            pass
+    if not days:
+        raise FileRejectedError(
+            f"ZZZZ lines carry no date and AAA,date {text!r} is not a date this reader knows "
+            "(DD-MON-YYYY, DD/MM/YY, MM/DD/YY, YYYY-MM-DD): the file is not read"
+        )
+    if len(days) == 1:
+        return next(iter(days))
+    named = _FILE_DATE.search(Path(file_name).name)
+    if named:
+        yy, mm, dd = (int(g) for g in named.groups())
+        try:
+            from_name = date(two_digit_year(yy), mm, dd)
+        except ValueError:
+            from_name = None
+        if from_name in days:
+            return from_name
+    if order in DATE_ORDERS:
+        return next(d for d, orders in days.items() if order in orders)
+    dmy, mdy = sorted(days, key=lambda d: DATE_ORDERS.index(days[d][0]))
+    raise FileRejectedError(
+        f"ZZZZ lines carry no date and AAA,date {text!r} can be {dmy:%d %b %Y} (day/month) or "
+        f"{mdy:%d %b %Y} (month/day); nothing in the file tells which (no day above 12, no "
+        "host_YYMMDD_HHMM file name): the file is not read; pass date_order 'dmy' or 'mdy' (--date-order)"
+    )
 
 
 class NmonParser:
-    """Feed it the lines of one nmon file; it yields Emitted records as snapshots complete."""
+    """Feed it one nmon file, by lines (`feed`) or chunks cut anywhere (`feed_chunk`), then call
+    `finish`; it yields Emitted records as snapshots complete.
 
-    def __init__(self, file_name: str, tz: tzinfo = UTC) -> None:
+    date_order: 'dmy' or 'mdy' for classic files whose AAA,date cannot tell (start_date).
+    max_line, max_snapshot: bounds in bytes (DEFAULT_MAX_LINE, DEFAULT_MAX_SNAPSHOT).
+    resume_from: a `resume_offset` of an earlier run over the same file: everything about bytes
+    before it (published then) is read again for headers and identity but not yielded.
+    """
+
+    def __init__(
+        self,
+        file_name: str,
+        tz: tzinfo = UTC,
+        *,
+        date_order: str | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        max_snapshot: int = DEFAULT_MAX_SNAPSHOT,
+        resume_from: int = 0,
+    ) -> None:
+        if date_order not in (None, *DATE_ORDERS):
+            raise ValueError(f"date_order must be one of {DATE_ORDERS}, not {date_order!r}")
         self.file_name = file_name
         self.tz = tz
+        self.date_order = date_order
+        self.max_line = max_line
+        self.max_snapshot = max_snapshot
+        self.resume_from = resume_from
         self.config = HostConfigBuilder()
         self.headers: dict[bytes, layout.Header] = {}
         self.snapshots: dict[bytes, _Snapshot] = {}
@@ -68,6 +185,19 @@ class NmonParser:
         self.values_emitted = 0
         self.config_emitted = False
         self.first_ts: datetime | None = None
+        self.started = False  # a non-blank line was seen (and it was AAA,)
+        self.rejected: str | None = None  # why the whole file is not read
+        self.cut_offset: int | None = None  # the file ended inside a line starting here
+        self.position = 0  # bytes of complete lines fed
+        self.seen_ts: dict[int, tuple[bytes, int]] = {}  # time -> (tag, line) of published snapshots
+        # classic nmon (ZZZZ without a date): AAA,date / AAA,time and the day reached so far
+        self.aaa_date: str | None = None
+        self.aaa_time: int | None = None
+        self._day: date | None = None
+        self._clock = 0
+        # feed_chunk's partial line, or the over-long line being skipped (its head, its length)
+        self._carry = b""
+        self._skipping: tuple[bytes, int] | None = None
 
     # identity -----------------------------------------------------------------------------
     @property
@@ -82,52 +212,153 @@ class NmonParser:
     def interval_s(self) -> float:
         return self.config.interval_s
 
+    @property
+    def resume_offset(self) -> int:
+        """Byte offset before which every line is accounted for by what was yielded so far (a
+        published snapshot, a dead letter, a header); a later run over the grown file passes it as
+        `resume_from`. 0 while the file is rejected (a re-run with other options reads it all)."""
+        if self.rejected:
+            return 0
+        end = self.position if self.cut_offset is None else self.cut_offset
+        return min([end, *(s.first_offset for s in self.snapshots.values())])
+
     # feeding ------------------------------------------------------------------------------
+    def feed_chunk(self, chunk: bytes) -> Iterator[Emitted]:
+        """The next bytes of the file, cut anywhere (memory stays bounded by max_line)."""
+        data, start = self._carry + chunk, 0
+        self._carry = b""
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._skipping is not None:
+                head, length = self._skipping
+                self._skipping = None
+                yield from self._out(self._long(head, length + end - start, True, self.lines + 1, self.position))
+            else:
+                yield from self.feed(data[start : end + 1], self.lines + 1, self.position)
+            start = end + 1
+        rest = data[start:]
+        if self._skipping is not None:
+            self._skipping = (self._skipping[0], self._skipping[1] + len(rest))
+        elif len(rest) > self.max_line:
+            self._skipping = (rest[:RAW_KEPT], len(rest))
+        else:
+            self._carry = rest
+
     def feed(self, raw: bytes, line_no: int, offset: int) -> Iterator[Emitted]:
-        self.lines += 1
+        """One line as read from the file (with its end of line; the last one may lack it)."""
+        return self._out(self._feed(raw, line_no, offset))
+
+    def _feed(self, raw: bytes, line_no: int, offset: int) -> Iterator[tuple[int, Emitted]]:
+        if self.rejected:
+            return
+        self.lines = line_no
+        complete = raw.endswith(b"\n")
+        if complete:
+            self.position = offset + len(raw)
+        if len(raw) - complete > self.max_line:
+            yield from self._long(raw[:RAW_KEPT], len(raw) - complete, complete, line_no, offset)
+            return
         line = raw.rstrip(b"\r\n")
         if not line.strip():
             return
+        if not self.started:
+            if not sniff.first_line_ok(line):
+                yield from self._reject(sniff.NOT_NMON, line_no, offset, line)
+                return
+            self.started = True
+        if not complete:
+            self.cut_offset = offset
+            yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, CUT_LINE, line)
+            return
         try:
-            yield from self._line(line, line_no, offset)
+            yield from self._line(line, line_no, offset, len(raw))
+        except FileRejectedError as exc:
+            yield from self._reject(str(exc), line_no, offset, line)
         except LineError as exc:
-            self.errors += 1
-            yield dead_letter(SOURCE, self.file_name, line_no, offset, str(exc), line)
+            yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, str(exc), line)
+
+    def _long(
+        self, head: bytes, length: int, complete: bool, line_no: int, offset: int
+    ) -> Iterator[tuple[int, Emitted]]:
+        """A line longer than max_line: a dead letter with its first bytes; the file goes on."""
+        if self.rejected:
+            return
+        self.lines = line_no
+        if complete:
+            self.position = offset + length + 1
+        else:
+            self.cut_offset = offset  # the file ends inside it
+        message = f"line longer than {self.max_line} bytes ({length} bytes): skipped"
+        yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, message, head)
+
+    def damaged(self, reason: str) -> Iterator[Emitted]:
+        """The file cannot be read on (a damaged gzip stream): like a cut, with the reason."""
+        return self._out(self._damaged(reason))
+
+    def _damaged(self, reason: str) -> Iterator[tuple[int, Emitted]]:
+        self._carry, self._skipping = b"", None
+        if self.rejected:
+            return
+        self.cut_offset = self.position
+        yield self.position, dead_letter(SOURCE, self.file_name, self.lines + 1, self.position, reason, b"")
+
+    def _reject(self, reason: str, line_no: int, offset: int, raw: bytes) -> Iterator[tuple[int, Emitted]]:
+        self.rejected = reason
+        self.snapshots.clear()
+        yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, reason, raw[:RAW_KEPT])
 
     def finish(self) -> Iterator[Emitted]:
-        for tag in sorted(self.snapshots, key=_tag_number):
-            snap = self.snapshots.pop(tag)
-            if snap.ts is None:
-                if snap.rows or snap.cpu:
-                    self.errors += 1
-                    yield dead_letter(
-                        SOURCE,
-                        self.file_name,
-                        snap.first_line,
-                        snap.first_offset,
-                        f"snapshot {tag.decode()} has data but no ZZZZ time line (file cut short?)",
-                        tag,
-                    )
-            else:
-                yield from self._emit(tag, snap)
-        if not self.config_emitted and self.first_ts is not None:
-            yield self.config_record()
+        return self._out(self._finish())
 
-    def _line(self, line: bytes, line_no: int, offset: int) -> Iterator[Emitted]:
+    def _finish(self) -> Iterator[tuple[int, Emitted]]:
+        if self._skipping is not None:
+            head, length = self._skipping
+            self._skipping = None
+            yield from self._long(head, length, False, self.lines + 1, self.position)
+        elif self._carry:
+            carry, self._carry = self._carry, b""
+            yield from self._feed(carry, self.lines + 1, self.position)
+        if self.rejected:
+            return
+        if not self.started:
+            yield from self._reject(sniff.EMPTY, 1, 0, b"")
+            return
+        if self.cut_offset is None:
+            # a clean end: every open snapshot is complete
+            for tag in sorted(self.snapshots, key=_tag_number):
+                yield from self._close(self.snapshots.pop(tag))
+        if not self.config_emitted and self.first_ts is not None:
+            yield 0, self.config_record()
+
+    def _out(self, items: Iterator[tuple[int, Emitted]]) -> Iterator[Emitted]:
+        """Counts what leaves; holds back what an earlier run published (resume_from)."""
+        for position, emitted in items:
+            if position < self.resume_from:
+                continue
+            if emitted.topic_key == "dead_letters":
+                self.errors += 1
+            elif emitted.topic_key == "nmon_snapshots":
+                self.snapshots_emitted += 1
+                self.values_emitted += emitted.values
+            yield emitted
+
+    def _line(self, line: bytes, line_no: int, offset: int, size: int) -> Iterator[tuple[int, Emitted]]:
         tag, _, rest = line.partition(b",")
         header = self.headers.get(tag)
         if header is not None:
             fields = rest.split(b",")
             if _is_snapshot_tag(fields[0]):
-                self._data(header, fields[0], fields[1:], line_no, offset)
+                self._data(header, fields[0], fields[1:], line_no, offset, size)
                 return
             if header.top and len(fields) > 1 and _is_snapshot_tag(fields[1]):
                 # TOP,<PID>,T0001,...: the process id comes before the snapshot tag
-                self._data(header, fields[1], [fields[0], *fields[2:]], line_no, offset)
+                self._data(header, fields[1], [fields[0], *fields[2:]], line_no, offset, size)
                 return
         result = self.control(tag, rest, line)
         if isinstance(result, tuple):
-            yield from self._zzzz(*result, line_no)
+            yield from self._zzzz(*result, line_no, offset)
 
     def control(self, tag: bytes, rest: bytes, line: bytes) -> layout.Header | tuple[bytes, datetime] | None:
         """Every line that is not data of a known section: a new header, a snapshot's time
@@ -136,14 +367,27 @@ class NmonParser:
             raise LineError("not an nmon line (no section tag)")
         if tag == b"ZZZZ":
             parts = rest.split(b",")
-            if len(parts) < 3 or not _is_snapshot_tag(parts[0]):
-                raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS,DD-MON-YYYY")
-            return parts[0], self._time(parts[1].strip(), parts[2].strip(), parts[0])
+            snap = parts[0]
+            if _looks_like_tag(snap) and not _is_snapshot_tag(snap):
+                raise LineError(f"ZZZZ: snapshot tag too long ({len(snap)} characters)")
+            if len(parts) < 2 or not _is_snapshot_tag(snap):
+                raise LineError("ZZZZ line needs Tnnnn,HH:MM:SS[,DD-MON-YYYY]")
+            day = parts[2].strip() if len(parts) > 2 else b""
+            clock = parts[1].strip()
+            return snap, self._time(clock, day, snap) if day else self._dateless(clock, snap)
         if tag == b"AAA" or tag.startswith(b"BBB"):
+            if tag == b"AAA":
+                self.note_aaa(rest)
             self.config.add(tag.decode(), rest.decode("utf-8", "replace"))
             return None
         fields = rest.split(b",")
-        if _is_snapshot_tag(fields[0]) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
+        first = fields[0]
+        if _looks_like_tag(first) and not _is_snapshot_tag(first):
+            raise LineError(f"{tag.decode()}: snapshot tag too long ({len(first)} characters)")
+        if tag in self.headers and first[:1] == b"T" and first[1:2].isdigit():
+            # a damaged data line, not a new header for the section
+            raise LineError(f"{tag.decode()}: bad snapshot tag {first[: MAX_TAG_CHARS + 2]!r}")
+        if _is_snapshot_tag(first) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
             raise LineError(f"{tag.decode()} data before its header line")
         if tag == b"TOP" and len(fields) < 3:
             return None  # "TOP,%CPU Utilisation": a title, the column header follows
@@ -151,26 +395,51 @@ class NmonParser:
         self.headers[tag] = header
         return header
 
-    def _data(self, header: layout.Header, tag: bytes, values: list[bytes], line_no: int, offset: int) -> None:
+    def note_aaa(self, rest: bytes) -> None:
+        """AAA,date and AAA,time: where classic nmon's dateless ZZZZ times start."""
+        key, _, value = rest.partition(b",")
+        key = key.strip()
+        if key == b"date":
+            self.aaa_date = value.strip().decode("utf-8", "replace")
+            self._day = None  # a new run of nmon (spliced files): its own start
+        elif key == b"time":
+            self.aaa_time = _clock_seconds(value)
+
+    def _data(
+        self, header: layout.Header, tag: bytes, values: list[bytes], line_no: int, offset: int, size: int
+    ) -> None:
         snap = self.snapshots.get(tag)
         if snap is None:
-            snap = self.snapshots[tag] = _Snapshot(first_line=line_no, first_offset=offset)
+            snap = self.snapshots[tag] = _Snapshot(tag, line_no, offset)
+        snap.lines += 1
+        snap.size += size
+        if snap.overflow or snap.size > self.max_snapshot:
+            # beyond the bound its rows are dropped and its lines only counted: one dead letter when it closes
+            snap.overflow, snap.rows, snap.cpu = True, [], {}
+            return
         width = header.width
         if len(values) < width:
             values = values + [b""] * (width - len(values))
         labels = {header.columns[i]: values[i].decode("utf-8", "replace").strip() for i in header.text}
-        try:
-            numbers = [_to_float(values[i]) for i in header.numeric]
-        except ValueError:
-            bad = [i for i in header.numeric if not _is_number(values[i])]
+        numbers: list[float | None] = []
+        problems: list[str] = []
+        for kind, i in zip(header.kinds, header.numeric, strict=True):
+            raw = values[i]
+            text = raw.strip()
+            if not text or validate.no_value(text, kind):
+                numbers.append(None)
+                continue
+            value = validate.parse_number(text)
+            why = value if isinstance(value, str) else validate.out_of_range(value, kind)
+            if why is None:
+                numbers.append(value)  # type: ignore[arg-type]
+                continue
+            numbers.append(None)
             if header.strict:
-                raise LineError(
-                    f"{header.section} {header.columns[bad[0]]}: not a number: {values[bad[0]][:40]!r}"
-                ) from None
-            # a section we do not know may carry text anywhere: keep it as labels
-            for i in bad:
-                labels[header.columns[i]] = values[i].decode("utf-8", "replace").strip()
-            numbers = [None if i in bad else _to_float(values[i]) for i in header.numeric]
+                problems.append(f"{header.section} {header.columns[i]}: {why}: {raw[:40]!r}")
+            else:
+                # a section we do not know may carry text anywhere: keep it as a label
+                labels[header.columns[i]] = raw.decode("utf-8", "replace").strip()
         entities = header.entities
         if header.entity_from_labels:
             entity = " ".join(labels.get(c, "") for c in header.entity_from_labels).strip()
@@ -188,44 +457,109 @@ class NmonParser:
             for name, pos in header.cpu_fields:
                 value = numbers[pos]
                 snap.cpu[name] = int(value) if value is not None and name in layout.INT_CPU_FIELDS else value
+        if problems:
+            more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+            raise LineError("; ".join(problems[:5]) + more + " (published as null)")
 
-    def _zzzz(self, tag: bytes, ts: datetime, line_no: int) -> Iterator[Emitted]:
-        snap = self.snapshots.get(tag)
-        if snap is None:
-            snap = self.snapshots[tag] = _Snapshot(first_line=line_no)
-        snap.ts = ts
+    def _zzzz(self, tag: bytes, ts: datetime, line_no: int, offset: int) -> Iterator[tuple[int, Emitted]]:
         if self.first_ts is None:
             self.first_ts = ts
         if not self.config_emitted:
-            yield self.config_record()
-        # every snapshot before this one has seen all its lines now
-        number = _tag_number(tag)
-        for done in [t for t in self.snapshots if _tag_number(t) < number]:
-            earlier = self.snapshots.pop(done)
-            if earlier.ts is not None:
-                yield from self._emit(done, earlier)
+            yield offset, self.config_record()
+        yield from self.zzzz_snapshots(tag, int(ts.timestamp() * 1000), line_no, offset)
+
+    def zzzz_snapshots(self, tag: bytes, ts_ms: int, line_no: int, offset: int) -> Iterator[tuple[int, Emitted]]:
+        # every other open snapshot has seen all its lines now (also when nmon restarted at T0001)
+        for other in [t for t in self.snapshots if t != tag]:
+            yield from self._close(self.snapshots.pop(other))
+        snap = self.snapshots.get(tag)
+        if snap is not None and snap.ts is not None:  # a second ZZZZ line for the open snapshot
+            yield from self._close(self.snapshots.pop(tag))
+            snap = None
+        if snap is None:
+            snap = self.snapshots[tag] = _Snapshot(tag, line_no, offset)
+        snap.ts = ts_ms
 
     def _time(self, clock: bytes, day: bytes, tag: bytes) -> datetime:
         try:
             d, mon, y = day.split(b"-")
             hh, mm, ss = clock.split(b":")
-            naive = datetime(int(y), _MONTHS[mon.decode().upper()], int(d), int(hh), int(mm), int(ss))
-        except (ValueError, KeyError):
+            year = int(y) if len(y.strip()) != 2 else two_digit_year(int(y))
+            if not validate.year_plausible(year):
+                raise LineError(f"ZZZZ {tag.decode()}: time {clock!r} {day!r} outside 1990..now+1 day")
+            naive = datetime(year, _MONTHS[mon.decode().upper()], int(d), int(hh), int(mm), int(ss))
+        except (ValueError, KeyError, UnicodeDecodeError) as exc:
+            if isinstance(exc, LineError):
+                raise
             raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r} {day!r}") from None
-        return naive.replace(tzinfo=self.tz)
+        return self._plausible(naive.replace(tzinfo=self.tz), tag)
 
-    def _emit(self, tag: bytes, snap: _Snapshot) -> Iterator[Emitted]:
-        if not snap.rows:
+    def _dateless(self, clock: bytes, tag: bytes) -> datetime:
+        """Classic nmon (v8-v12, AIX 5.x/6.1, old Linux): `ZZZZ,T0001,00:00:04`. The day starts at
+        AAA,date (the next day if the clock is more than 12 h before AAA,time) and moves on when
+        the clock goes back by more than 12 h. Dated ZZZZ lines do not move it."""
+        seconds = _clock_seconds(clock)
+        if seconds is None or b"." in clock:
+            raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r}")
+        if self._day is None:
+            if self.aaa_date is None:
+                raise FileRejectedError("ZZZZ lines carry no date and there is no AAA,date line: the file is not read")
+            day = start_date(self.aaa_date, self.file_name, self.date_order)
+            if self.aaa_time is not None and seconds < self.aaa_time - _ROLLOVER:
+                day += timedelta(days=1)
+        else:
+            day = self._day + timedelta(days=1) if seconds < self._clock - _ROLLOVER else self._day
+        self._day, self._clock = day, seconds
+        if not validate.year_plausible(day.year):
+            raise LineError(f"ZZZZ {tag.decode()}: day {day} (from AAA,date) outside 1990..now+1 day")
+        naive = datetime(day.year, day.month, day.day) + timedelta(seconds=seconds)
+        return self._plausible(naive.replace(tzinfo=self.tz), tag)
+
+    def _plausible(self, ts: datetime, tag: bytes) -> datetime:
+        why = validate.timestamp_problem(int(ts.timestamp() * 1000))
+        if why:
+            raise LineError(f"ZZZZ {tag.decode()}: time {ts:%Y-%m-%d %H:%M:%S} {why}")
+        return ts
+
+    def _close(self, snap: _Snapshot) -> Iterator[tuple[int, Emitted]]:
+        """A snapshot that will get no more lines: published, or a dead letter saying why not."""
+        name = snap.tag.decode()
+        if snap.overflow:
+            message = (
+                f"snapshot {name} larger than {self.max_snapshot} bytes ({snap.lines} data lines, "
+                f"{snap.size} bytes): not published"
+            )
+        elif snap.ts is None:
+            if not snap.lines:
+                return
+            message = f"snapshot {name}: {snap.lines} data lines without a valid ZZZZ time line: not published"
+        elif not snap.rows:
             return
+        elif snap.ts in self.seen_ts:
+            other, line = self.seen_ts[snap.ts]
+            message = (
+                f"snapshot {name} has the time of snapshot {other.decode()} (line {line}) of this file "
+                "(nmon restarted, or files spliced?): not published"
+            )
+        else:
+            self.seen_ts[snap.ts] = (snap.tag, snap.first_line)
+            yield from self._emit(snap)
+            return
+        yield (
+            snap.first_offset,
+            dead_letter(SOURCE, self.file_name, snap.first_line, snap.first_offset, message, snap.tag),
+        )
+
+    def _emit(self, snap: _Snapshot) -> Iterator[tuple[int, Emitted]]:
         assert snap.ts is not None
-        self.snapshots_emitted += 1
         values = sum(len(r["values"]) for r in snap.rows)  # type: ignore[misc,arg-type]
-        self.values_emitted += values
-        head = self.snapshot_head(tag, int(snap.ts.timestamp() * 1000))
-        number = _tag_number(tag)
+        head = self.snapshot_head(snap.tag, snap.ts)
+        number = _tag_number(snap.tag)
         if snap.cpu:
-            yield Emitted("cpu_samples", self.cpu_sample(head, snap.cpu), key=self.host_id, snapshot=number)
-        yield Emitted("nmon_snapshots", {**head, "rows": snap.rows}, key=self.host_id, snapshot=number, values=values)
+            cpu = Emitted("cpu_samples", self.cpu_sample(head, snap.cpu), key=self.host_id, snapshot=number)
+            yield snap.first_offset, cpu
+        record = {**head, "rows": snap.rows}
+        yield snap.first_offset, Emitted("nmon_snapshots", record, key=self.host_id, snapshot=number, values=values)
 
     def snapshot_head(self, tag: bytes, ts_ms: int) -> dict[str, object]:
         """The fields of an nmon_snapshots record before its rows."""
@@ -266,14 +600,6 @@ class NmonParser:
         )
 
 
-def _is_number(text: bytes) -> bool:
-    try:
-        _to_float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _tag_number(tag: bytes) -> int:
     return int(tag[1:])
 
@@ -284,12 +610,24 @@ def open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
-def parse_file(path: Path, tz: tzinfo = UTC, parser: NmonParser | None = None) -> Iterator[Emitted]:
-    """Yields every record of one nmon file (plain or gzip), dead letters included, in file order."""
-    parser = parser or NmonParser(str(path), tz)
-    offset = 0
+def read_chunks(path: Path, size: int = CHUNK) -> Iterator[bytes | str]:
+    """The file's bytes (gunzipped), then a str if its gzip stream is damaged (why)."""
     with open_binary(path) as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            yield from parser.feed(raw, line_no, offset)
-            offset += len(raw)
+        try:
+            while chunk := handle.read(size):
+                yield chunk
+        except (OSError, EOFError, zlib.error) as exc:
+            yield f"gzip data damaged ({exc}): the rest of the file is not read"
+
+
+def parse_file(
+    path: Path, tz: tzinfo = UTC, parser: NmonParser | None = None, *, date_order: str | None = None
+) -> Iterator[Emitted]:
+    """Yields every record of one nmon file (plain or gzip), dead letters included, in file order."""
+    parser = parser or NmonParser(str(path), tz, date_order=date_order)
+    for chunk in read_chunks(path):
+        if isinstance(chunk, str):
+            yield from parser.damaged(chunk)
+            break
+        yield from parser.feed_chunk(chunk)
     yield from parser.finish()

@@ -13,7 +13,7 @@
 //! checks that both give byte-identical Avro for every corpus file.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFloat, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use memchr::memchr;
 use rustc_hash::FxHashMap;
 
@@ -159,8 +159,12 @@ fn is_config_tag(tag: &[u8]) -> bool {
         && tag.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+' || b == b'-')
 }
 
+/// `T0001`, at most MAX_TAG_CHARS long (parser.py `_is_snapshot_tag`); longer ones go to Python,
+/// which words the error.
+const MAX_TAG_CHARS: usize = 10;
+
 fn is_snapshot_tag(s: &[u8]) -> bool {
-    s.len() > 1 && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
+    s.len() > 1 && s.len() <= MAX_TAG_CHARS && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
 }
 
 fn tag_number(tag: &[u8]) -> u64 {
@@ -221,6 +225,7 @@ struct Header {
     top: bool,
     entity_from_labels: Vec<String>,
     cpu_fields: Vec<(usize, usize)>, // (slot, position among the numbers)
+    kinds: Vec<u8>,                  // validate.Kind per number: 0 any, 1 non-negative, 2 percent, 3 ratio
     section_avro: Vec<u8>,
     entities_avro: Vec<u8>, // unused when the entity comes from labels
     metrics_avro: Vec<u8>,
@@ -238,6 +243,10 @@ impl Header {
         let top: bool = spec.get_item(7)?.extract()?;
         let entity_from_labels: Vec<String> = spec.get_item(8)?.extract()?;
         let cpu_fields: Vec<(usize, usize)> = spec.get_item(9)?.extract()?;
+        let kinds: Vec<u8> = spec.get_item(10)?.extract()?;
+        if kinds.len() != numeric.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err("one kind per numeric column"));
+        }
         if cpu_fields.iter().any(|(slot, _)| *slot >= CPU_SLOTS) {
             return Err(pyo3::exceptions::PyValueError::new_err("cpu slot out of range"));
         }
@@ -252,6 +261,7 @@ impl Header {
             top,
             entity_from_labels,
             cpu_fields,
+            kinds,
             section_avro,
             entities_avro: str_array(&entities),
             metrics_avro: str_array(&metrics),
@@ -270,6 +280,9 @@ struct Snap {
     first_line: u64,
     first_offset: u64,
     ts: Option<i64>,
+    lines: u64,     // data lines
+    size: u64,      // bytes of its data lines
+    overflow: bool, // larger than max_snapshot: rows dropped, lines only counted
 }
 
 impl Snap {
@@ -286,6 +299,9 @@ impl Snap {
             first_line,
             first_offset,
             ts: None,
+            lines: 0,
+            size: 0,
+            overflow: false,
         }
     }
 }
@@ -317,6 +333,25 @@ struct Scanner {
     // per line (an AIX file has ~1,500 BBBP lines); handed over before anything that writes context
     config_lines: Vec<(Vec<u8>, Vec<u8>)>,
     days: FxHashMap<(i64, i64, i64), Option<i64>>, // midnight in epoch ms, None: the offset changes that day
+    limits: Limits,
+    started: bool,                              // a non-blank line was seen (and it was AAA,)
+    #[pyo3(get)]
+    rejected: Option<String>, // why the whole file is not read
+    cut_offset: Option<u64>,  // the file ended inside a line starting here
+    skipping: Option<(Vec<u8>, u64)>, // an over-long line being skipped: its head, its length so far
+    seen_ts: FxHashMap<i64, (Vec<u8>, u64)>, // time -> (tag, line) of published snapshots
+}
+
+/// Bounds and wording shared with parser.py (passed in, so they exist once).
+struct Limits {
+    max_line: u64,
+    max_snapshot: u64,
+    max_number_chars: usize,
+    percent_max: f64,
+    raw_kept: usize,
+    not_nmon: String,
+    empty: String,
+    cut: String,
 }
 
 enum LineOutcome {
@@ -330,8 +365,21 @@ impl Scanner {
     /// configuration text (hooks.scan_config, several lines at once); the
     /// plans say how nmon_snapshots and cpu_samples records are written, field by field.
     #[new]
-    fn new(hooks: PyObject, snapshot_plan: Vec<(String, usize)>, cpu_plan: Vec<(String, usize)>) -> PyResult<Scanner> {
+    #[allow(clippy::type_complexity)]
+    fn new(
+        hooks: PyObject,
+        snapshot_plan: Vec<(String, usize)>,
+        cpu_plan: Vec<(String, usize)>,
+        limits: (u64, u64, usize, f64, usize, (String, String, String)),
+    ) -> PyResult<Scanner> {
+        let (max_line, max_snapshot, max_number_chars, percent_max, raw_kept, (not_nmon, empty, cut)) = limits;
         Ok(Scanner {
+            limits: Limits { max_line, max_snapshot, max_number_chars, percent_max, raw_kept, not_nmon, empty, cut },
+            started: false,
+            rejected: None,
+            cut_offset: None,
+            skipping: None,
+            seen_ts: FxHashMap::default(),
             hooks,
             headers: FxHashMap::default(),
             fields: Vec::new(),
@@ -361,16 +409,21 @@ impl Scanner {
 
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyList>> {
         let mut start = 0;
-        if !self.carry.is_empty() {
+        if self.skipping.is_some() || !self.carry.is_empty() {
             match memchr(b'\n', chunk) {
                 Some(p) => {
-                    let mut line = std::mem::take(&mut self.carry);
-                    line.extend_from_slice(&chunk[..=p]);
-                    self.raw_line(py, &line)?;
+                    if let Some((head, length)) = self.skipping.take() {
+                        let (line_no, offset) = (self.lines + 1, self.next_offset);
+                        self.long_line(py, head, length + p as u64, true, line_no, offset);
+                    } else {
+                        let mut line = std::mem::take(&mut self.carry);
+                        line.extend_from_slice(&chunk[..=p]);
+                        self.raw_line(py, &line)?;
+                    }
                     start = p + 1;
                 }
                 None => {
-                    self.carry.extend_from_slice(chunk);
+                    self.keep(chunk);
                     self.flush_config(py)?;
                     return self.take_events(py);
                 }
@@ -381,32 +434,58 @@ impl Scanner {
             self.raw_line(py, &rest[..=p])?;
             rest = &rest[p + 1..];
         }
-        self.carry.extend_from_slice(rest);
+        self.keep(rest);
         self.flush_config(py)?;
+        self.take_events(py)
+    }
+
+    /// Offset before which every line is accounted for by the events so far (parser.py
+    /// `resume_offset`).
+    #[getter]
+    fn resume_offset(&self) -> u64 {
+        if self.rejected.is_some() {
+            return 0;
+        }
+        let end = self.cut_offset.unwrap_or(self.next_offset);
+        self.snaps.iter().map(|s| s.first_offset).fold(end, u64::min)
+    }
+
+    /// The file cannot be read on (a damaged gzip stream): like a cut, with the reason.
+    fn damaged<'py>(&mut self, py: Python<'py>, reason: String) -> PyResult<Bound<'py, PyList>> {
+        self.carry.clear();
+        self.skipping = None;
+        if self.rejected.is_none() {
+            self.cut_offset = Some(self.next_offset);
+            self.dead(py, self.lines + 1, self.next_offset, reason, b"");
+        }
         self.take_events(py)
     }
 
     /// End of file: a last line without newline, then every snapshot still open.
     fn finish<'py>(&mut self, py: Python<'py>, context: (Vec<String>, Vec<f64>)) -> PyResult<Bound<'py, PyList>> {
         self.context = Context { strings: context.0, doubles: context.1 };
-        if !self.carry.is_empty() {
+        if let Some((head, length)) = self.skipping.take() {
+            let (line_no, offset) = (self.lines + 1, self.next_offset);
+            self.long_line(py, head, length, false, line_no, offset);
+        } else if !self.carry.is_empty() {
             let line = std::mem::take(&mut self.carry);
-            self.raw_line(py, &line)?;
+            self.cut_line(py, &line)?;
         }
         self.flush_config(py)?;
-        let mut open = std::mem::take(&mut self.snaps);
-        open.sort_by_key(|s| s.number);
-        for snap in open {
-            if snap.ts.is_none() {
-                if snap.n_rows > 0 || snap.cpu_any {
-                    let message = format!(
-                        "snapshot {} has data but no ZZZZ time line (file cut short?)",
-                        String::from_utf8_lossy(&snap.tag)
-                    );
-                    self.dead(py, snap.first_line, snap.first_offset, message, &snap.tag);
-                }
-            } else {
-                self.emit(py, snap);
+        if self.rejected.is_some() {
+            return self.take_events(py);
+        }
+        if !self.started {
+            let message = self.limits.empty.clone();
+            self.reject(py, message, 1, 0, b"");
+            return self.take_events(py);
+        }
+        if self.cut_offset.is_none() {
+            // a clean end: every open snapshot is complete
+            let mut open = std::mem::take(&mut self.snaps);
+            open.sort_by_key(|s| s.number);
+            for snap in open {
+                self.close(py, snap);
             }
         }
         self.take_events(py)
@@ -423,24 +502,122 @@ impl Scanner {
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
     }
 
-    fn raw_line(&mut self, py: Python<'_>, raw: &[u8]) -> PyResult<()> {
+    /// The partial line of a chunk: kept, or skipped once longer than max_line.
+    fn keep(&mut self, rest: &[u8]) {
+        if let Some((_, length)) = self.skipping.as_mut() {
+            *length += rest.len() as u64;
+            return;
+        }
+        self.carry.extend_from_slice(rest);
+        if self.carry.len() as u64 > self.limits.max_line {
+            let mut head = std::mem::take(&mut self.carry);
+            let length = head.len() as u64;
+            head.truncate(self.limits.raw_kept);
+            self.carry.shrink_to_fit();
+            self.skipping = Some((head, length));
+        }
+    }
+
+    /// A line longer than max_line: a dead letter with its first bytes; the file goes on.
+    fn long_line(&mut self, py: Python<'_>, head: Vec<u8>, length: u64, complete: bool, line_no: u64, offset: u64) {
+        if self.rejected.is_some() {
+            return;
+        }
+        self.lines = line_no;
+        if complete {
+            self.next_offset = offset + length + 1;
+            self.last_line_offset = offset as i64;
+        } else {
+            self.cut_offset = Some(offset);
+        }
+        let message = format!("line longer than {} bytes ({} bytes): skipped", self.limits.max_line, length);
+        let kept = head.len().min(self.limits.raw_kept);
+        self.dead(py, line_no, offset, message, &head[..kept]);
+    }
+
+    fn reject(&mut self, py: Python<'_>, reason: String, line_no: u64, offset: u64, raw: &[u8]) {
+        self.snaps.clear();
+        self.config_lines.clear();
+        let kept = raw.len().min(self.limits.raw_kept);
+        self.dead(py, line_no, offset, reason.clone(), &raw[..kept]);
+        self.rejected = Some(reason);
+    }
+
+    /// The first non-blank line decides whether this is nmon at all (sniff.py).
+    fn sniffed(&mut self, py: Python<'_>, line: &[u8], line_no: u64, offset: u64) -> bool {
+        if self.started {
+            return true;
+        }
+        if !line.starts_with(b"AAA,") {
+            let message = self.limits.not_nmon.clone();
+            self.reject(py, message, line_no, offset, line);
+            return false;
+        }
+        self.started = true;
+        true
+    }
+
+    /// The end of the file came inside a line: not data; the snapshot it belongs to waits.
+    fn cut_line(&mut self, py: Python<'_>, raw: &[u8]) -> PyResult<()> {
+        if self.rejected.is_some() {
+            return Ok(());
+        }
         self.lines += 1;
-        let line_no = self.lines;
-        let offset = self.next_offset;
-        self.next_offset += raw.len() as u64;
-        self.last_line_offset = offset as i64;
+        let (line_no, offset) = (self.lines, self.next_offset);
+        if raw.len() as u64 > self.limits.max_line {
+            let head = raw[..raw.len().min(self.limits.raw_kept)].to_vec();
+            self.long_line(py, head, raw.len() as u64, false, line_no, offset);
+            return Ok(());
+        }
         let end = raw.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |p| p + 1);
         let line = &raw[..end];
         if strip_bytes(line).is_empty() {
             return Ok(());
         }
-        if let LineOutcome::Error(message) = self.line(py, line, line_no, offset)? {
-            self.dead(py, line_no, offset, message, line);
+        self.flush_config(py)?;
+        if !self.sniffed(py, line, line_no, offset) {
+            return Ok(());
+        }
+        self.cut_offset = Some(offset);
+        let message = self.limits.cut.clone();
+        self.dead(py, line_no, offset, message, line);
+        Ok(())
+    }
+
+    fn raw_line(&mut self, py: Python<'_>, raw: &[u8]) -> PyResult<()> {
+        if self.rejected.is_some() {
+            return Ok(());
+        }
+        self.lines += 1;
+        let line_no = self.lines;
+        let offset = self.next_offset;
+        self.next_offset += raw.len() as u64;
+        self.last_line_offset = offset as i64;
+        if raw.len() as u64 - 1 > self.limits.max_line {
+            let head = raw[..raw.len().min(self.limits.raw_kept)].to_vec();
+            self.long_line(py, head, raw.len() as u64 - 1, true, line_no, offset);
+            return Ok(());
+        }
+        let end = raw.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |p| p + 1);
+        let line = &raw[..end];
+        if strip_bytes(line).is_empty() {
+            return Ok(());
+        }
+        if !self.started {
+            self.flush_config(py)?;
+            if !self.sniffed(py, line, line_no, offset) {
+                return Ok(());
+            }
+        }
+        if let LineOutcome::Error(message) = self.line(py, line, line_no, offset, raw.len() as u64)? {
+            if self.rejected.is_none() {
+                self.dead(py, line_no, offset, message, line);
+            }
         }
         Ok(())
     }
 
-    fn line(&mut self, py: Python<'_>, line: &[u8], line_no: u64, offset: u64) -> PyResult<LineOutcome> {
+    fn line(&mut self, py: Python<'_>, line: &[u8], line_no: u64, offset: u64, size: u64) -> PyResult<LineOutcome> {
         let comma = memchr(b',', line);
         let (tag, rest) = match comma {
             Some(p) => (&line[..p], &line[p + 1..]),
@@ -457,17 +634,17 @@ impl Scanner {
             self.fields.push((base + start, line.len()));
             let cell = |k: usize| &line[self.fields[k].0..self.fields[k].1];
             if is_snapshot_tag(cell(0)) {
-                return self.data(py, tag, line, 1, None, line_no, offset);
+                return self.data(py, tag, line, 1, None, (line_no, offset, size));
             }
             if header.top && self.fields.len() > 1 && is_snapshot_tag(cell(1)) {
                 // TOP,<PID>,T0001,...: the process id comes before the snapshot tag
-                return self.data(py, tag, line, 2, Some(0), line_no, offset);
+                return self.data(py, tag, line, 2, Some(0), (line_no, offset, size));
             }
         }
         if tag == b"ZZZZ" && self.seen_zzzz && memchr(0, line).is_none() {
             if let Some((snap_tag, ts)) = self.quick_time(py, rest)? {
                 self.flush_config(py)?;
-                self.zzzz(py, snap_tag, ts, false, line_no);
+                self.zzzz(py, snap_tag, ts, false, line_no, offset);
                 return Ok(LineOutcome::Ok);
             }
         }
@@ -476,7 +653,7 @@ impl Scanner {
             return Ok(LineOutcome::Ok);
         }
         self.flush_config(py)?;
-        self.control(py, tag, rest, line, line_no)
+        self.control(py, tag, rest, line, line_no, offset)
     }
 
     /// hooks.scan_config([(tag, rest), ...]) takes the pending configuration lines; it answers the
@@ -522,7 +699,16 @@ impl Scanner {
         Ok(midnight.map(|ms| (snap_tag, ms + clock * 1000)))
     }
 
-    fn control(&mut self, py: Python<'_>, tag: &[u8], rest: &[u8], line: &[u8], line_no: u64) -> PyResult<LineOutcome> {
+    #[allow(clippy::too_many_arguments)]
+    fn control(
+        &mut self,
+        py: Python<'_>,
+        tag: &[u8],
+        rest: &[u8],
+        line: &[u8],
+        line_no: u64,
+        offset: u64,
+    ) -> PyResult<LineOutcome> {
         let answer = self.hooks.call_method1(
             py,
             "scan_control",
@@ -536,6 +722,11 @@ impl Scanner {
         let kind: String = answer.get_item(0)?.extract()?;
         match kind.as_str() {
             "error" => Ok(LineOutcome::Error(answer.get_item(1)?.extract()?)),
+            "reject" => {
+                let reason: String = answer.get_item(1)?.extract()?;
+                self.reject(py, reason, line_no, offset, line);
+                Ok(LineOutcome::Ok)
+            }
             "header" => {
                 let spec = answer.get_item(1)?;
                 let header = Header::from_spec(spec.downcast::<PyTuple>()?)?;
@@ -549,7 +740,7 @@ impl Scanner {
                 let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(4)?.extract()?;
                 self.context = Context { strings, doubles };
                 self.seen_zzzz = true;
-                self.zzzz(py, &snap_tag, ts, first, line_no);
+                self.zzzz(py, &snap_tag, ts, first, line_no, offset);
                 Ok(LineOutcome::Ok)
             }
             "context" => {
@@ -561,23 +752,56 @@ impl Scanner {
         }
     }
 
-    fn zzzz(&mut self, py: Python<'_>, tag: &[u8], ts: i64, first: bool, line_no: u64) {
-        let idx = self.snap_index(tag, line_no, 0);
-        self.snaps[idx].ts = Some(ts);
+    fn zzzz(&mut self, py: Python<'_>, tag: &[u8], ts: i64, first: bool, line_no: u64, offset: u64) {
         if first {
-            let event = PyTuple::new(py, ["config"]).expect("tuple");
+            let event = ("config", offset).into_pyobject(py).expect("tuple");
             self.events.push(event.into_any().unbind());
         }
-        // every snapshot before this one has seen all its lines now
-        let number = tag_number(tag);
-        let (done, open): (Vec<Snap>, Vec<Snap>) =
-            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.number < number);
-        self.snaps = open;
-        for snap in done {
-            if snap.ts.is_some() {
-                self.emit(py, snap);
-            }
+        // every other open snapshot has seen all its lines now (also when nmon restarted at T0001)
+        let (same, others): (Vec<Snap>, Vec<Snap>) =
+            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.tag == tag);
+        for snap in others {
+            self.close(py, snap);
         }
+        let mut same = same.into_iter().next();
+        if let Some(snap) = same.take_if(|s| s.ts.is_some()) {
+            self.close(py, snap); // a second ZZZZ line for the open snapshot
+        }
+        let mut snap = same.unwrap_or_else(|| Snap::new(tag, line_no, offset, self.rows_hint));
+        snap.ts = Some(ts);
+        self.snaps.push(snap);
+    }
+
+    /// A snapshot that will get no more lines: published, or a dead letter saying why not.
+    fn close(&mut self, py: Python<'_>, snap: Snap) {
+        let name = String::from_utf8_lossy(&snap.tag).into_owned();
+        let message = if snap.overflow {
+            format!(
+                "snapshot {name} larger than {} bytes ({} data lines, {} bytes): not published",
+                self.limits.max_snapshot, snap.lines, snap.size
+            )
+        } else if let Some(ts) = snap.ts {
+            if snap.n_rows == 0 {
+                return;
+            }
+            match self.seen_ts.get(&ts) {
+                Some((other, line)) => format!(
+                    "snapshot {name} has the time of snapshot {} (line {line}) of this file (nmon restarted, or files spliced?): not published",
+                    String::from_utf8_lossy(other)
+                ),
+                None => {
+                    self.seen_ts.insert(ts, (snap.tag.clone(), snap.first_line));
+                    self.emit(py, snap);
+                    return;
+                }
+            }
+        } else {
+            if snap.lines == 0 {
+                return;
+            }
+            format!("snapshot {name}: {} data lines without a valid ZZZZ time line: not published", snap.lines)
+        };
+        self.dead(py, snap.first_line, snap.first_offset, message, &snap.tag);
     }
 
     fn snap_index(&mut self, tag: &[u8], line_no: u64, offset: u64) -> usize {
@@ -622,7 +846,7 @@ impl Scanner {
         };
         let snapshot = record(&self.snapshot_plan);
         let cpu = if snap.cpu_any { Some(record(&self.cpu_plan)) } else { None };
-        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu);
+        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu, snap.first_offset);
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
     }
 
@@ -660,12 +884,29 @@ impl Scanner {
         line: &[u8],
         first: usize,
         pid: Option<usize>,
-        line_no: u64,
-        offset: u64,
+        (line_no, offset, size): (u64, u64, u64),
     ) -> PyResult<LineOutcome> {
         let snap_tag = &line[self.fields[first - 1].0..self.fields[first - 1].1];
         let idx = self.snap_index(snap_tag, line_no, offset);
+        {
+            let max_snapshot = self.limits.max_snapshot;
+            let snap = &mut self.snaps[idx];
+            snap.lines += 1;
+            snap.size += size;
+            if snap.overflow || snap.size > max_snapshot {
+                // beyond the bound its rows are dropped and its lines only counted: one dead letter when it closes
+                snap.overflow = true;
+                snap.rows = Vec::new();
+                snap.n_rows = 0;
+                snap.n_values = 0;
+                snap.cpu = [None; CPU_SLOTS];
+                snap.cpu_any = false;
+                return Ok(LineOutcome::Ok);
+            }
+        }
         let header = &self.headers[tag];
+        let limits = &self.limits;
+        let mut problems: Vec<String> = Vec::new();
         let fields = &self.fields;
         // the values as the reference parser sees them: TOP's PID first, short lines padded
         let cell = |i: usize| -> &[u8] {
@@ -683,36 +924,46 @@ impl Scanner {
         }
         let values = &mut self.values;
         values.clear();
-        for &i in &header.numeric {
+        for (k, &i) in header.numeric.iter().enumerate() {
             let raw = cell(i);
             let trimmed = strip_bytes(raw);
-            if trimmed.is_empty() {
+            let nan_text = |t: &[u8]| {
+                let t = if matches!(t.first(), Some(b'-') | Some(b'+')) { &t[1..] } else { t };
+                t.eq_ignore_ascii_case(b"nan")
+            };
+            if trimmed.is_empty() || (header.kinds[k] == 3 && nan_text(trimmed)) {
                 values.push(None);
                 continue;
             }
-            let parsed = match parse_float(trimmed) {
-                Some(v) => Some(v),
-                // Python's float() also takes "1_000", which Rust does not: ask Python then
-                None if memchr(b'_', trimmed).is_some() => py
-                    .get_type::<PyFloat>()
-                    .call1((PyBytes::new(py, raw),))
-                    .ok()
-                    .and_then(|f| f.extract::<f64>().ok()),
-                None => None,
+            // ingest/validate.py: parse_number, then out_of_range for the column's kind
+            let why = if trimmed.len() > limits.max_number_chars {
+                Err(format!("number too long ({} characters)", trimmed.len()))
+            } else {
+                match parse_float(trimmed) {
+                    Some(v) if v.is_finite() && memchr(b'_', trimmed).is_none() => {
+                        let kind = header.kinds[k];
+                        if kind >= 1 && v < 0.0 {
+                            Err("negative".to_string())
+                        } else if kind == 2 && v > limits.percent_max {
+                            Err("above 100 %".to_string())
+                        } else {
+                            Ok(v)
+                        }
+                    }
+                    _ => Err("not a finite number".to_string()),
+                }
             };
-            match parsed {
-                Some(v) => values.push(Some(v)),
-                None => {
+            match why {
+                Ok(v) => values.push(Some(v)),
+                Err(why) => {
+                    values.push(None);
                     if header.strict {
                         let shown = PyBytes::new(py, &raw[..raw.len().min(40)]).repr()?.to_string();
-                        return Ok(LineOutcome::Error(format!(
-                            "{} {}: not a number: {}",
-                            header.section, header.columns[i], shown
-                        )));
+                        problems.push(format!("{} {}: {}: {}", header.section, header.columns[i], why, shown));
+                    } else {
+                        // a section we do not know may carry text anywhere: keep it as a label
+                        set_label(labels, &header.columns[i], text_value(raw));
                     }
-                    // a section we do not know may carry text anywhere: keep it as a label
-                    set_label(labels, &header.columns[i], text_value(raw));
-                    values.push(None);
                 }
             }
         }
@@ -763,7 +1014,12 @@ impl Scanner {
             snap.cpu[slot] = values.get(pos).copied().flatten();
             snap.cpu_any = true;
         }
-        Ok(LineOutcome::Ok)
+        if problems.is_empty() {
+            return Ok(LineOutcome::Ok);
+        }
+        let more = if problems.len() > 5 { format!("; and {} more", problems.len() - 5) } else { String::new() };
+        problems.truncate(5);
+        Ok(LineOutcome::Error(format!("{}{} (published as null)", problems.join("; "), more)))
     }
 }
 
