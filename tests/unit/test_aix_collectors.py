@@ -1,4 +1,5 @@
-"""hpmstat and entstat parsers on the seed's real outputs (000 L8279-8392, L12820-13060, L6069-6177)."""
+"""hpmstat and entstat parsers on outputs typed in the commands' layout with the figures of seed 000
+(src/fleetperf/sources/aix/testdata, see its README; golden numbers in tests/golden.py)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,24 @@ from tests.golden import SLB_AFTER_LSA, SLB_BEFORE_LSA
 from tests.oracles.lacp import hash_skew, lacp_in_sync
 from tests.oracles.slb import slb_metrics
 
-
-@pytest.fixture(scope="module")
-def seed000(corpus: Path) -> list[str]:
-    return (corpus.parent / "seeds" / "000_c877cdba3fe1c591.txt").read_text().splitlines()
+DATA = Path(__file__).resolve().parents[2] / "src" / "fleetperf" / "sources" / "aix" / "testdata"
 
 
-def lines(seed: list[str], first: int, last: int) -> str:
-    return "\n".join(seed[first - 1 : last])
+def _text(name: str) -> str:
+    return (DATA / name).read_text()
 
 
 @pytest.mark.parametrize(
-    "first,last,counters,duration,rates",
+    "name,counters,duration,rates",
     [
         (
-            8279,
-            8335,
+            "hpmstat_before_lsa.txt",
             SLB_BEFORE_LSA,
             160.115119955,
             {"dslb_miss_rate": 1.295, "ierat_miss_rate": 0.374, "cpi": 11.876, "mips": 34.877},
         ),
         (
-            8340,
-            8393,
+            "hpmstat_after_lsa.txt",
             SLB_AFTER_LSA,
             160.005281724,
             {"dslb_miss_rate": 0.001, "ierat_miss_rate": 0.008, "islb_miss_rate": 0.001, "cpi": 27.965, "mips": 14.821},
@@ -43,8 +39,8 @@ def lines(seed: list[str], first: int, last: int) -> str:
     ],
     ids=["before-LSA", "after-LSA"],
 )
-def test_hpmstat_counters_and_slb_rates(seed000, first, last, counters, duration, rates) -> None:
-    [sample] = hpmstat.parse(lines(seed000, first, last))
+def test_hpmstat_counters_and_slb_rates(name, counters, duration, rates) -> None:  # noqa: ANN001
+    [sample] = hpmstat.parse(_text(name))
     assert sample.counters == counters
     assert sample.group == 10 and sample.duration_s == duration
     assert sample.counting_mode == "user+kernel+hypervisor+runlatch"
@@ -59,14 +55,19 @@ def test_hpmstat_counters_and_slb_rates(seed000, first, last, counters, duration
 
 def test_hpmstat_bad_counter_is_an_error_with_its_line() -> None:
     text = "Group: 10\nCounting duration: 1.0 seconds\n PM_RUN_CYC (Run cycles) :   12x4\n"
-    with pytest.raises(CommandOutputError, match="line 3: counter line without an integer value"):
+    problems = hpmstat.read(text).problems
+    assert [(p.line, p.message) for p in problems] == [
+        (1, "report without counters: skipped"),  # its only counter was unreadable
+        (3, "PM_RUN_CYC not an integer: left out"),
+    ]
+    with pytest.raises(CommandOutputError, match="line 1: report without counters"):
         hpmstat.parse(text)
     with pytest.raises(CommandOutputError, match="no hpmstat report"):
         hpmstat.parse("hello\n")
 
 
-def test_entstat_8023ad_status_and_lacpdus(seed000) -> None:
-    report = entstat.parse(lines(seed000, 12821, 13060))
+def test_entstat_8023ad_status_and_lacpdus() -> None:
+    report = entstat.parse(_text("entstat_8023ad.txt"))
     assert report.aggregation_status == "Aggregated"
     assert report.hash_mode == "Source and destination TCP/UDP ports"
     agg = report.aggregation
@@ -81,9 +82,8 @@ def test_entstat_8023ad_status_and_lacpdus(seed000) -> None:
     assert ports[1].partner_state["LACP timeout"] == "Short" and ports[1].actor_state["LACP timeout"] == "Long"
 
 
-def test_entstat_all_two_columns(seed000) -> None:
-    start = next(i for i, line in enumerate(seed000, start=1) if "entstat -all ent8 |grep" in line)
-    report = entstat.parse(lines(seed000, start, start + 40))
+def test_entstat_all_two_columns() -> None:
+    report = entstat.parse(_text("entstat_all_ent8.txt"))
     assert report.adapters["ent8"].transmit["Packets"] == 121
     assert report.adapters["ent8"].receive["Packets"] == 111
     assert report.adapters["ent8"].receive["Bad Packets"] == 0  # right column only
@@ -111,7 +111,7 @@ def test_hash_default_table_shares_from_member_counters() -> None:
 def test_entstat_without_blocks_is_an_error() -> None:
     with pytest.raises(CommandOutputError, match="no 'ETHERNET STATISTICS"):
         entstat.parse("Packets: 5\n")
-    with pytest.raises(CommandOutputError, match="line 2: Packets is not a counter"):
+    with pytest.raises(CommandOutputError, match="line 2: Packets not an integer: left out"):
         entstat.parse("ETHERNET STATISTICS (ent0) :\nPackets: lots      Packets: 4\n")
 
 

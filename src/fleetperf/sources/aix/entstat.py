@@ -5,18 +5,62 @@ statistics are printed in two columns, Transmit on the left and Receive on the r
 starts in the right column (e.g. `                 Bad Packets: 0`) is a Receive value. An
 EtherChannel / 802.3ad adapter adds aggregation lines (status, hash mode, LACPDU counters), and
 each member adds `IEEE 802.3ad Port Statistics` with Actor and Partner state. Counters stay exact
-integers; a statistics line that cannot be read is an error naming the line."""
+integers below 2^63 (Avro long); a counter that is not one is a Problem (a dead letter naming the
+line) and is left out, the rest of the output is read. `Name: value` pairs are found by a linear
+scan (`pairs`), not a backtracking regex: a 10 MB line without ':' takes milliseconds."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from fleetperf.sources.aix.errors import CommandOutputError
+from fleetperf.sources.aix.errors import MAX_LINE, CommandOutputError, Problem, counter, numbered
 
-_BLOCK = re.compile(r"^\s*ETHERNET STATISTICS \((\w+)\)\s*:")
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9 /()\-.]*?):\s+(\S+)")
+_BLOCK = re.compile(r"^\s*ETHERNET STATISTICS \(([A-Za-z0-9_]{1,32})\)\s*:")
 _STATE_HEADER = re.compile(r"^\s*(Actor|Partner) State:\s*$")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 /()-.")
+_MAX_TEXT = 200  # longest text value kept (device type, LACP state)
+
+
+@dataclass
+class Pair:
+    """`Name: value` on a line: the name, where it starts, the value's first word."""
+
+    key: str
+    start: int
+    value: str
+
+
+def pairs(line: str) -> list[Pair]:
+    """Every `Name: value` of a line, left to right: a name is a letter then letters, digits,
+    spaces and / ( ) - . up to a colon; the value is the first word after the colon and at least one
+    space. Each character is looked at a bounded number of times (the names before two colons do
+    not overlap), so time is linear in the line."""
+    out: list[Pair] = []
+    pos, n = 0, len(line)
+    colon = line.find(":")
+    while colon != -1:
+        after = colon + 1
+        while after < n and line[after].isspace():
+            after += 1
+        if after == colon + 1 or after >= n:
+            colon = line.find(":", colon + 1)  # no space, or nothing after it: not a pair
+            continue
+        start = colon
+        while start > pos and line[start - 1] in _KEY_CHARS:
+            start -= 1
+        while start < colon and not ("A" <= line[start] <= "Z" or "a" <= line[start] <= "z"):
+            start += 1
+        end = after
+        while end < n and not line[end].isspace():
+            end += 1
+        if start < colon:
+            out.append(Pair(line[start:colon], start, line[after:end]))
+            pos = end
+            colon = line.find(":", end)
+        else:
+            colon = line.find(":", colon + 1)
+    return out
 
 
 @dataclass
@@ -36,6 +80,7 @@ class Adapter:
 @dataclass
 class EntstatReport:
     adapters: dict[str, Adapter] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
     aggregation_status: str | None = None
     hash_mode: str | None = None
     operating_mode: str | None = None
@@ -53,16 +98,31 @@ class EntstatReport:
         )
 
 
-def _int(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
-
-
 def parse(text: str) -> EntstatReport:
+    """The output's adapters; raises CommandOutputError on the first problem (strict reading, for
+    tests and callers that want all or nothing). `read` is the forgiving one."""
+    report = read(text)
+    if report.problems:
+        p = report.problems[0]
+        raise CommandOutputError(p.line, p.message, p.raw)
+    return report
+
+
+def read(text: str) -> EntstatReport:
+    """Every adapter block of an output, with the problems of its lines (report.problems). Raises
+    CommandOutputError only when there is no adapter block at all."""
     report = EntstatReport()
     adapter: Adapter | None = None
     state_target: dict[str, str] | None = None
     in_table = False
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, offset, raw in numbered(text):
+
+        def problem(message: str, line_no: int = line_no, offset: int = offset, raw: str = raw) -> None:
+            report.problems.append(Problem(line_no, offset, message, raw[:1024]))
+
+        if len(raw) > MAX_LINE:
+            problem(f"line longer than {MAX_LINE} characters")
+            continue
         line = raw.rstrip()
         stripped = line.strip()
         m = _BLOCK.match(line)
@@ -81,35 +141,47 @@ def parse(text: str) -> EntstatReport:
             continue
         key, sep, value = stripped.partition(":")
         if state_target is not None and sep and key.strip() in _STATE_KEYS:
-            state_target[key.strip()] = value.strip()
+            state_target[key.strip()] = value.strip()[:_MAX_TEXT]
             continue
         state_target = None
-        if _aggregate_line(report, adapter, stripped):
+        aggregate = _aggregate_line(report, adapter, stripped)
+        if isinstance(aggregate, str):
+            problem(aggregate)
+        if aggregate:
             continue
-        pairs = list(_PAIR.finditer(line))
-        if not pairs:
+        found = pairs(line)
+        if not found:
             in_table = in_table and not stripped.endswith(":")  # a new titled section ends the table
             continue
         if key.strip() in _LACP_COUNTERS and adapter.actor_state:
-            adapter.lacp[key.strip()] = _counter(value.strip(), line_no, raw)
+            number = counter(value.strip())
+            if isinstance(number, str):
+                problem(f"{key.strip()} {number}: left out")
+            else:
+                adapter.lacp[key.strip()] = number
             continue
-        if not in_table and not any(p.group(1).strip() in _TABLE_COUNTERS for p in pairs):
+        if not in_table and not any(p.key.strip() in _TABLE_COUNTERS for p in found):
             if key.strip() == "Device Type":
-                adapter.device_type = value.strip()
-            adapter.info.setdefault(key.strip(), value.strip())
+                adapter.device_type = value.strip()[:_MAX_TEXT]
+            if len(adapter.info) < 256:
+                adapter.info.setdefault(key.strip()[:_MAX_TEXT], value.strip()[:_MAX_TEXT])
             continue
-        for pm in pairs:
+        for pm in found:
             # two columns: Transmit left, Receive right; a lone value indented to the right is Receive
-            receive = pm is not pairs[0] or pm.start(1) >= _RIGHT_COLUMN
-            name = pm.group(1).strip()
-            number = _int(pm.group(2))
-            if number is None:
+            receive = pm is not found[0] or pm.start >= _RIGHT_COLUMN
+            name = pm.key.strip()
+            if len(name) > _MAX_TEXT:
+                problem("statistic name too long: left out")
+                continue
+            number = counter(pm.value)
+            if isinstance(number, str):
                 if name in _TABLE_COUNTERS:
-                    raise CommandOutputError(line_no, f"{name} is not a counter", raw)
+                    problem(f"{name} {number}: left out")
                 continue  # e.g. "Max Packets on S/W Transmit Queue: 0" is fine, text values are not counters
             (adapter.receive if receive else adapter.transmit)[name] = number
     if not report.adapters:
         raise CommandOutputError(0, "no 'ETHERNET STATISTICS (entN)' block found", text[:120])
+    report.problems.sort(key=lambda p: p.line)
     agg = report.aggregation
     if agg is not None:
         for name, a in report.adapters.items():
@@ -117,12 +189,6 @@ def parse(text: str) -> EntstatReport:
                 a.aggregation = agg.name
                 agg.members.append(name)
     return report
-
-
-def _counter(text: str, line_no: int, raw: str) -> int:
-    if not text.isdigit():
-        raise CommandOutputError(line_no, "counter is not an integer", raw)
-    return int(text)
 
 
 _RIGHT_COLUMN = 20
@@ -179,26 +245,30 @@ _LACP_COUNTERS = {
 }
 
 
-def _aggregate_line(report: EntstatReport, adapter: Adapter, stripped: str) -> bool:
+def _aggregate_line(report: EntstatReport, adapter: Adapter, stripped: str) -> bool | str:
     """Aggregation-level lines of the EtherChannel block (they are not Transmit/Receive pairs)."""
     if stripped.startswith("Aggregation status:"):
-        report.aggregation_status = stripped.split(":", 1)[1].strip()
+        report.aggregation_status = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
         return True
     if stripped.startswith("Hash mode:"):
-        report.hash_mode = stripped.split(":", 1)[1].strip()
+        report.hash_mode = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
         return True
     if stripped.startswith("Operating mode:"):
-        report.operating_mode = stripped.split(":", 1)[1].strip()
+        report.operating_mode = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
         return True
     if not adapter.actor_state and report.aggregation_status is not None:
-        found = False
-        for pm in _PAIR.finditer(stripped):
-            key = pm.group(1).strip()
+        found: bool | str = False
+        for pm in pairs(stripped):
+            key = pm.key.strip()
             if key.startswith("LACPDU Interval"):
-                found = True
+                found = found or True
                 continue
-            if key in _LACP_COUNTERS and pm.group(2).isdigit():
-                report.aggregate_lacp[key] = int(pm.group(2))
-                found = True
+            if key in _LACP_COUNTERS:
+                number = counter(pm.value)
+                if isinstance(number, str):
+                    found = f"{key} {number}: left out"
+                else:
+                    report.aggregate_lacp[key] = number
+                    found = found or True
         return found
     return False

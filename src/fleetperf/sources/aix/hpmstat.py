@@ -1,23 +1,30 @@
-"""Parser for `hpmstat -r -g <group> <seconds>` text (AIX 6.1/7.x, seed 000 L8254-8392).
+"""Parser for `hpmstat -r -g <group> <seconds>` text (AIX 6.1/7.x, layout as in seed 000 L8254-8392).
 
 Counter lines are `NAME (description) : value`; derived lines are `[flags] label : value [unit]`.
 Indentation and blank lines vary between saved copies and are ignored. Counters stay exact
-integers (64-bit); a counter line whose value is not an integer is an error naming the line."""
+integers below 2^63 (Avro long). A line that cannot be read, a counter that is not such an integer,
+a derived value that is not a finite non-negative number is a Problem (a dead letter naming the
+line): that value is left out and the rest of the output is read. Lines are split with plain string
+operations, no backtracking regex: time is linear in the input whatever it holds."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
-from fleetperf.sources.aix.errors import CommandOutputError
+from fleetperf.sources.aix.errors import MAX_LINE, CommandOutputError, Problem, counter, numbered
 
-_COUNTER = re.compile(r"^(PM_[A-Z0-9_]+)\s*\((.*)\)\s*:\s*(\S+)\s*$")
-_DERIVED = re.compile(r"^\[([^\]]*)\]\s*(.+?)\s*:\s*(\S+)\s*(.*)$")
-_FIELD = re.compile(
-    r"^(Execution time \(wall clock time\)|Counting duration|Group|Counting mode|Normalization base)"
-    r"\s*:\s*(.+?)\s*$"
-)
-_SECONDS = re.compile(r"^([0-9.]+)\s*seconds?$")
+_FIELDS = {
+    "Execution time (wall clock time)",
+    "Counting duration",
+    "Group",
+    "Counting mode",
+    "Normalization base",
+}
+_EVENT = re.compile(r"PM_[A-Z0-9_]+\Z")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
+_MAX_NUMBER_CHARS = 64
 
 
 @dataclass
@@ -30,68 +37,131 @@ class HpmSample:
     descriptions: dict[str, str] = field(default_factory=dict)
     derived: dict[str, float] = field(default_factory=dict)
     first_line: int = 0
+    first_offset: int = 0
+
+
+@dataclass
+class HpmOutput:
+    samples: list[HpmSample]
+    problems: list[Problem]
 
 
 def parse(text: str) -> list[HpmSample]:
-    """One HpmSample per report (a report starts at 'Execution time' or at 'Group:' after counters)."""
+    """The reports of an output; raises CommandOutputError on the first problem (strict reading,
+    for tests and callers that want all or nothing). `read` is the forgiving one."""
+    out = read(text)
+    if out.problems:
+        p = out.problems[0]
+        raise CommandOutputError(p.line, p.message, p.raw)
+    return out.samples
+
+
+def read(text: str) -> HpmOutput:
+    """Every report of an output (a report starts at 'Execution time', or at 'Group:' after
+    counters) and the problems of its lines. Raises CommandOutputError only when no report is found."""
     samples: list[HpmSample] = []
+    problems: list[Problem] = []
     current: HpmSample | None = None
     derived_group = ""
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#") or line.startswith("u=Unverified"):
-            continue
-        m = _FIELD.match(line)
-        if m:
-            key, value = m.groups()
-            starts_report = key.startswith("Execution time") or (
-                key == "Group" and current is not None and current.counters
-            )
-            if current is None or starts_report and (current.counters or current.wall_s is not None):
-                current = HpmSample(first_line=line_no)
-                samples.append(current)
-            _set_field(current, key, value, line_no, raw)
-            continue
-        if current is None:
-            continue  # text before the first report (e.g. the command line)
-        if line.startswith("PM_"):
-            m = _COUNTER.match(line)
-            if not m or not m.group(3).isdigit():
-                raise CommandOutputError(line_no, "counter line without an integer value", raw)
-            current.counters[m.group(1)] = int(m.group(3))
-            current.descriptions[m.group(1)] = m.group(2).strip()
-            continue
-        if line.startswith("Derived metric group:"):
-            derived_group = line.split(":", 1)[1].strip()
-            continue
-        m = _DERIVED.match(line)
-        if m:
-            try:
-                current.derived[f"{derived_group}/{m.group(2)}"] = float(m.group(3))
-            except ValueError:
-                raise CommandOutputError(line_no, "derived metric without a number", raw) from None
-            continue
-        raise CommandOutputError(line_no, "unrecognised hpmstat line", raw)
+    for line_no, offset, raw in numbered(text):
+        why, current, derived_group = _line(raw, line_no, offset, samples, current, derived_group)
+        if why:
+            problems.append(Problem(line_no, offset, why, raw[:1024]))
     if not samples:
-        raise CommandOutputError(0, "no hpmstat report found", text[:120])
+        raise CommandOutputError(0, "no hpmstat report found (no 'Execution time' or 'Group' line)", text[:120])
+    kept = []
     for sample in samples:
-        if not sample.counters:
-            raise CommandOutputError(sample.first_line, "report without counters", "")
-    return samples
+        if sample.counters:
+            kept.append(sample)
+        else:
+            problems.append(Problem(sample.first_line, sample.first_offset, "report without counters: skipped", ""))
+    problems.sort(key=lambda p: p.line)
+    return HpmOutput(kept, problems)
 
 
-def _set_field(sample: HpmSample, key: str, value: str, line_no: int, raw: str) -> None:
+def _line(
+    raw: str, line_no: int, offset: int, samples: list[HpmSample], current: HpmSample | None, group: str
+) -> tuple[str | None, HpmSample | None, str]:
+    """One line: (its problem or None, the current report, the current derived metric group)."""
+    if len(raw) > MAX_LINE:
+        return f"line longer than {MAX_LINE} characters", current, group
+    line = raw.strip()
+    if not line or line.startswith("#") or line.startswith("u=Unverified"):
+        return None, current, group
+    key, sep, value = line.partition(":")
+    key, value = key.strip(), value.strip()
+    if sep and key in _FIELDS:
+        starts_report = key.startswith("Execution time") or (
+            key == "Group" and current is not None and bool(current.counters)
+        )
+        if current is None or starts_report and (bool(current.counters) or current.wall_s is not None):
+            current = HpmSample(first_line=line_no, first_offset=offset)
+            samples.append(current)
+        return _set_field(current, key, value), current, group
+    if current is None:
+        return None, current, group  # text before the first report (e.g. the command line)
+    if line.startswith("PM_"):
+        return _counter_line(current, line), current, group
+    if sep and key == "Derived metric group":
+        return None, current, value
+    if line.startswith("["):
+        return _derived_line(current, group, line), current, group
+    return "unrecognised hpmstat line", current, group
+
+
+def _counter_line(sample: HpmSample, line: str) -> str | None:
+    head, sep, value = line.rpartition(":")
+    name, _, description = head.partition("(")
+    name = name.strip()
+    if not sep or not _EVENT.match(name):
+        return "counter line is not 'PM_NAME (description) : value'"
+    number = counter(value.strip())
+    if isinstance(number, str):
+        return f"{name} {number}: left out"
+    sample.counters[name] = number
+    sample.descriptions[name] = description.rstrip().removesuffix(")").strip()
+    return None
+
+
+def _derived_line(sample: HpmSample, group: str, line: str) -> str | None:
+    close = line.find("]")
+    label, sep, rest = line[close + 1 :].partition(":") if close > 0 else ("", "", "")
+    label = label.strip()
+    if not sep or not label:
+        return "derived metric line is not '[flags] label : value'"
+    token = rest.split(None, 1)[0] if rest.strip() else ""
+    name = f"{group}/{label}"
+    if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.match(token):
+        return f"derived metric {name!r} is not a number: left out"
+    value = float(token)
+    if not math.isfinite(value):
+        return f"derived metric {name!r} is not a finite number: left out"
+    if value < 0:
+        # hpmstat's derived metrics are rates, ratios and percentages
+        return f"derived metric {name!r} is negative: left out"
+    sample.derived[name] = value
+    return None
+
+
+def _set_field(sample: HpmSample, key: str, value: str) -> str | None:
     if key == "Group":
-        if not value.isdigit():
-            raise CommandOutputError(line_no, "group is not a number", raw)
+        if not (value.isascii() and value.isdigit() and len(value) <= 6):
+            return "group is not a number"
         sample.group = int(value)
     elif key == "Counting mode":
-        sample.counting_mode = value
+        sample.counting_mode = value[:200]
     elif key in ("Counting duration", "Execution time (wall clock time)"):
-        m = _SECONDS.match(value)
-        if not m:
-            raise CommandOutputError(line_no, f"{key} is not in seconds", raw)
+        number, _, unit = value.partition(" ")
+        if unit.strip() not in ("second", "seconds") or len(number) > _MAX_NUMBER_CHARS or not _NUMBER.match(number):
+            return f"{key} is not in seconds"
+        seconds = float(number)
+        # a counting period is positive and shorter than a year (the counting duration is summed
+        # over the CPUs: up to 1024 of them)
+        longest = 366 * 86400 * (1024 if key == "Counting duration" else 1)
+        if not math.isfinite(seconds) or not 0 < seconds < longest:
+            return f"{key} {number} is not a plausible duration"
         if key == "Counting duration":
-            sample.duration_s = float(m.group(1))
+            sample.duration_s = seconds
         else:
-            sample.wall_s = float(m.group(1))
+            sample.wall_s = seconds
+    return None

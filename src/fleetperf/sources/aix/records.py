@@ -10,14 +10,34 @@ from fleetperf.sources.aix.entstat import EntstatReport
 from fleetperf.sources.aix.hpmstat import HpmSample
 
 
+def report_ends(samples: list[HpmSample], end_ms: int) -> list[int | None]:
+    """End (epoch ms) of each report of one output: the last ends at end_ms (when the capture was
+    written or the command returned); hpmstat runs its reports back to back, so each earlier one
+    ended when the next began: that one's end minus its wall clock time. None where a later report
+    prints no wall clock time (its start, so everything before it, is unknown)."""
+    ends: list[int | None] = [None] * len(samples)
+    end: int | None = end_ms
+    for k in range(len(samples) - 1, -1, -1):
+        if end is None:
+            break
+        ends[k] = end
+        wall = samples[k].wall_s
+        end = end - round(wall * 1000) if wall is not None else None
+    return ends
+
+
 def hpm_records(samples: list[HpmSample], who: HostIdentity, ts_ms: int, origin: str) -> Iterator[Emitted]:
-    for s in samples:
+    """One record per report, each at its own end time (report_ends); a report whose time is
+    unknown is left out (collect.from_text dead-letters it)."""
+    for s, end in zip(samples, report_ends(samples, ts_ms), strict=True):
+        if end is None:
+            continue
         yield Emitted(
             "hpm_samples",
             {
                 "host_id": who.host_id,
                 "hostname": who.hostname,
-                "ts": ts_ms,
+                "ts": end,
                 "source": "hpmstat",
                 "pmu_group": s.group,
                 "counting_mode": s.counting_mode,
