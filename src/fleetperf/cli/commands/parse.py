@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     failed = 0
     out = sys.stdout
     names = {key: s.topic(key).name for key in s.topics}
+    decode = _decoder(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
     for candidate in tqdm(candidates, unit="file", desc="parse", disable=not show, file=sys.stderr):
         source, problem = classify(candidate)
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     where = f"line {r['line']}, " if r["line"] else ""
                     problems.append(f"{r['origin_file']} ({where}byte {r['byte_offset']}): {r['error']}")
                 counts[emitted.topic_key] += 1
-                message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": emitted.record}
+                value = emitted.record if emitted.encoded is None else decode(emitted.topic_key, emitted.encoded)
+                message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": value}
                 try:
                     out.write(json.dumps(message, allow_nan=False) + "\n")
                 except ValueError:  # a non-finite number: never printed as a value
@@ -73,3 +75,27 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     if failed:
         return EXIT_FILE_FAILED
     return EXIT_DEAD_LETTERS if problems else EXIT_OK
+
+
+def _decoder(s: config.Settings):  # noqa: ANN202
+    """Records the native nmon scanner wrote as Avro bytes, read back with the topic's schema."""
+    import io
+
+    from fastavro import parse_schema, schemaless_reader
+
+    schemas: dict[str, object] = {}
+
+    def decode(topic_key: str, avro: bytes) -> dict:
+        schema = schemas.get(topic_key)
+        if schema is None:
+            # logical types stay the numbers on the wire (as the Python parser's records hold them)
+            plain = json.loads(s.topic(topic_key).schema_text(), object_hook=_no_logical_type)
+            schema = schemas[topic_key] = parse_schema(plain)
+        return schemaless_reader(io.BytesIO(avro), schema, None)  # type: ignore[arg-type]
+
+    return decode
+
+
+def _no_logical_type(obj: dict) -> dict:
+    obj.pop("logicalType", None)
+    return obj

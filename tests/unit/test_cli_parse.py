@@ -1,0 +1,44 @@
+"""`fleetperf parse`: the same JSON from the native scanner (Avro bytes read back with the schema)
+as from the Python parser, never a bare NaN, and the exit status of `ingest`."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleetperf.cli.main import main
+from fleetperf.demo.simulate import simulate
+from fleetperf.sources.nmon import native_parser
+
+
+def _parse(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict], str]:
+    code = main(["parse", *args])
+    out, err = capsys.readouterr()
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.mark.skipif(not native_parser.available(), reason="the native nmon scanner is not built (no cargo)")
+def test_parse_nmon_native_equals_the_python_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [path] = simulate(tmp_path, 1, datetime(2026, 2, 1, 0, 0), timedelta(minutes=10), 60, 5)
+    code, native, _ = _parse(capsys, "nmon", str(path))
+    monkeypatch.setenv("FLEETPERF_NMON_PARSER", "python")
+    assert not native_parser.available()
+    code_py, python, _ = _parse(capsys, "nmon", str(path))
+    assert code == code_py == 0
+    assert len(native) == len(python) > 10
+    assert native == python
+    snapshots = [m["value"] for m in native if m["topic"].startswith("fleetperf.nmon-snapshots")]
+    assert snapshots and all(s["rows"] for s in snapshots)
+
+
+def test_parse_auto_reports_unreadable_files_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    garbage = tmp_path / "x.nmon"
+    garbage.write_bytes(b"\x00\xff" * 1000)
+    code, messages, err = _parse(capsys, "auto", str(garbage))
+    assert (code, messages) == (1, [])
+    assert "not an nmon file" in err
