@@ -1,15 +1,21 @@
 """CP monitor data -> decoded records, from MONWRITE files and from the /dev/monreader byte stream.
 
 Both forms carry records in 4K frames: a record never crosses a frame, and an end-of-frame record
-(domain 1 record 13) means the rest of its frame is unused. MONWRITE files are frames back to back
-(a frame that does not open with a record is one of its control records and is skipped). The
-monreader stream is monitor control elements (12 bytes: two non-zero type bytes, two reserved,
-then the start and end address of the records, end inclusive) each followed by its records; a
-0-byte read ends a data set, which a byte stream need not keep, because every element says how
-long its records are. A capture of the device therefore replays exactly like the device.
+(domain 1 record 13) means the rest of its frame is unused. A MONWRITE file is frames back to back,
+each run of data frames preceded by MONWRITE's control record (HCPMWTBK: at offset 40 the data type,
+x'E2' sample or x'C5' event, at 44/48 the start and end address of the records it describes). A
+frame that opens neither with a record header nor with such a control record is damaged: a dead
+letter, and the frame is searched for its next plausible record. The monreader stream is monitor
+control elements (12 bytes: two non-zero type bytes, two reserved, then the start and end address
+of the records, end inclusive) each followed by its records; a 0-byte read ends a data set, which a
+byte stream need not keep, because every element says how long its records are. A capture of the
+device therefore replays exactly like the device.
 
-Unknown domains/records are skipped by their length and kept as raw bytes; damage becomes a
-`Damage` with the byte offset, and reading goes on at the next plausible record header.
+Records are decoded per `monitor_layouts`: only fields IBM's text confirms, unless the caller opts
+in to the unverified ones. A record of a length no documented z/VM level has is a `Damage` (dead
+letter) with its length. Unknown domains/records are skipped by their length, counted and kept as
+raw bytes; damage becomes a `Damage` with the byte offset, and reading goes on at the next
+plausible record header.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class MonRecord:
     fields: dict[str, Any] | None  # None: no layout for this domain/record
     raw: bytes = b""  # the record's bytes, for records without a layout
     appldata: dict[str, Any] | None = None
+    level: str | None = None  # the z/VM level whose documented length this record has, if any
 
     @property
     def unix_us(self) -> int:
@@ -114,15 +121,17 @@ def _decode_appldata(rec: MonRecord, buf: bytes, start: int) -> dict[str, Any] |
 
 @dataclass
 class Reader:
-    """Decodes runs of records; keeps counts of what it met."""
+    """Decodes runs of records; keeps counts of what it met. `unverified`: also decode the fields
+    IBM's text did not confirm (see monitor_layouts)."""
 
+    unverified: bool = False
     counts: dict[str, int] = field(default_factory=dict)
     last_tod: int = 0
 
     def _count(self, key: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
 
-    def _header_ok(self, buf: bytes, pos: int, end: int, frame_end: int) -> tuple[bool, str]:
+    def _header_ok(self, buf: bytes | bytearray, pos: int, end: int, frame_end: int) -> tuple[bool, str]:
         length, zeros, domain, _, _, _ = _HDR.unpack_from(buf, pos)
         if zeros != 0:
             return False, "MRHDRZER is not zero"
@@ -134,7 +143,9 @@ class Reader:
             return False, f"record length {length} runs past its frame or the data"
         return True, ""
 
-    def run(self, buf: bytes, start: int, end: int, frame_origin: int, base: int) -> Iterator[MonRecord | Damage]:
+    def run(
+        self, buf: bytes | bytearray, start: int, end: int, frame_origin: int, base: int
+    ) -> Iterator[MonRecord | Damage]:
         """Records in buf[start:end]; frames begin at frame_origin + k * 4096; `base` maps buffer
         positions to file/stream offsets."""
         pos = start
@@ -142,7 +153,9 @@ class Reader:
             frame_end = frame_origin + ((pos - frame_origin) // lay.FRAME_SIZE + 1) * lay.FRAME_SIZE
             if pos + lay.HEADER_SIZE > min(end, frame_end):
                 if any(buf[pos : min(end, frame_end)]):
-                    yield Damage(base + pos, "bytes after the last record of a frame", buf[pos : pos + 32].hex())
+                    self._count("damaged")
+                    yield Damage(base + pos, f"bytes after the last record of a frame at offset {base + pos}",
+                                 bytes(buf[pos : pos + 32]).hex())  # fmt: skip
                 pos = frame_end
                 continue
             ok, why = self._header_ok(buf, pos, end, frame_end)
@@ -154,7 +167,7 @@ class Reader:
                 resume = self._resync(buf, pos + 1, end, frame_origin)
                 where = f"; reading went on at offset {base + resume}" if resume < end else ""
                 yield Damage(base + pos, f"no valid record header at offset {base + pos}: {why}{where}",
-                             buf[pos : pos + 32].hex())  # fmt: skip
+                             bytes(buf[pos : pos + 32]).hex())  # fmt: skip
                 pos = resume
                 continue
             length, _, domain, _, number, tod = _HDR.unpack_from(buf, pos)
@@ -163,24 +176,28 @@ class Reader:
             if layout is None:
                 rec.raw = bytes(buf[pos : pos + length])
                 self._count(f"unknown {domain}.{number}")
-            elif length < layout.min_length:
-                self._count("damaged")
-                yield Damage(base + pos, f"{layout.name} of {length} bytes, its layout needs {layout.min_length}",
-                             buf[pos : pos + 32].hex())  # fmt: skip
-                pos += length
-                continue
             else:
-                rec.fields = decode_fields(layout.fields, buf, pos)
+                level, why = layout.check_length(length)
+                fields = layout.decoded(self.unverified)
+                if not why and length < layout.need(fields):
+                    why = f"{layout.name} of {length} bytes, the fields read need {layout.need(fields)}"
+                if why:
+                    self._count("damaged")
+                    yield Damage(base + pos, f"at offset {base + pos}: {why}", bytes(buf[pos : pos + 32]).hex())
+                    pos += length
+                    continue
+                rec.level = level
+                rec.fields = decode_fields(fields, buf, pos)
                 self._count(layout.name)
-                if (domain, number) == (10, 2):
+                if (domain, number) == (10, 2) and self.unverified:
                     rec.appldata = _decode_appldata(rec, buf, pos)
             self.last_tod = max(self.last_tod, tod)
             yield rec
             pos = frame_end if (domain, number) == (1, 13) else pos + length
 
-    def _resync(self, buf: bytes, pos: int, end: int, frame_origin: int) -> int:
-        """Next position holding a plausible header: valid fields, a known layout, and a TOD
-        within a day of the last good record."""
+    def _resync(self, buf: bytes | bytearray, pos: int, end: int, frame_origin: int) -> int:
+        """Next position holding a plausible header: valid fields, a known layout and a length one
+        of its levels has, and a TOD within a day of the last good record."""
         day = 86400 * 1_000_000 << 12
         for cand in range(pos, end - lay.HEADER_SIZE + 1):
             frame_end = frame_origin + ((cand - frame_origin) // lay.FRAME_SIZE + 1) * lay.FRAME_SIZE
@@ -189,27 +206,55 @@ class Reader:
             ok, _ = self._header_ok(buf, cand, end, frame_end)
             if not ok:
                 continue
-            _, _, domain, _, number, tod = _HDR.unpack_from(buf, cand)
-            if (domain, number) in lay.LAYOUTS and (not self.last_tod or abs(tod - self.last_tod) <= day):
+            length, _, domain, _, number, tod = _HDR.unpack_from(buf, cand)
+            layout = lay.LAYOUTS.get((domain, number))
+            if layout is None or layout.check_length(length)[1]:
+                continue
+            if not self.last_tod or abs(tod - self.last_tod) <= day:
                 return cand
         return end
 
 
-def read_monwrite(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
-    """A MONWRITE file: 4K frames; a frame that does not open with a record header is skipped."""
-    reader = Reader()
+def is_monwrite_control(frame: bytes | bytearray) -> bool:
+    """MONWRITE's control record (HCPMWTBK, cp640 MWTBK page): data type x'E2'/x'C5' at 40, then the
+    start and end address of the records it describes."""
+    if len(frame) < lay.MWTBK_END_OFFSET + 4 or frame[lay.MWTBK_FLAG_OFFSET] not in lay.MWTBK_FLAGS:
+        return False
+    start, end = struct.unpack_from(">ii", frame, lay.MWTBK_START_OFFSET)
+    return 0 <= start < end
+
+
+def read_monwrite(data: bytes, unverified: bool = False) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    """A MONWRITE file: 4K frames, MONWRITE's control records before runs of data frames."""
+    reader = Reader(unverified)
 
     def records() -> Iterator[MonRecord | Damage]:
         for start in range(0, len(data), lay.FRAME_SIZE):
             end = min(start + lay.FRAME_SIZE, len(data))
             short = end - start < lay.FRAME_SIZE
-            if end - start < lay.HEADER_SIZE or not reader._header_ok(data, start, end, end)[0]:
-                if short:
-                    yield Damage(start, f"file ends inside a frame ({end - start} of 4096 bytes)")
-                else:
-                    reader._count("frames skipped (control records)")
+            if end - start < lay.HEADER_SIZE:
+                yield Damage(start, f"file ends inside the frame at offset {start} ({end - start} of 4096 bytes)")
                 continue
-            yield from reader.run(data, start, end, start, 0)
+            ok, why = reader._header_ok(data, start, end, end)
+            if not ok:
+                if not any(data[start:end]):
+                    reader._count("empty frames")
+                    continue
+                # A damaged first header (one flipped bit is enough) must not pass for a control
+                # record and lose the frame silently: a control record holds no plausible record.
+                resume = reader._resync(data, start + 1, end, start)
+                if resume >= end and is_monwrite_control(data[start:end]):
+                    reader._count("MONWRITE control records")
+                    continue
+                reader._count("damaged")
+                where = f"; reading went on at offset {resume}" if resume < end else "; no record found in it"
+                yield Damage(start, f"frame at offset {start} opens with neither a record header ({why}) nor a"
+                             f" MONWRITE control record{where}", data[start : start + 32].hex())  # fmt: skip
+                if resume >= end:
+                    continue
+                yield from reader.run(data, resume, end, start, 0)
+            else:
+                yield from reader.run(data, start, end, start, 0)
             if short:
                 yield Damage(start, f"file ends inside the frame at offset {start} ({end - start} of 4096 bytes);"
                              " its whole records are kept")  # fmt: skip
@@ -219,48 +264,66 @@ def read_monwrite(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
 
 class MonreaderStream:
     """The /dev/monreader byte stream, fed in chunks of any size (the device's reads, or a capture
-    read piecewise); yields each record once, as soon as its control element's records are whole."""
+    read piecewise); yields each record once, as soon as its control element's records are whole.
+
+    Linear in the stream's length: the buffer is read at an offset and compacted only once the
+    consumed part is both large and more than half of it (slicing per element was quadratic)."""
 
     MAX_RUN = 64 << 20
+    COMPACT_AT = 1 << 20
 
-    def __init__(self) -> None:
-        self.reader = Reader()
-        self.buf = b""
-        self.offset = 0  # stream offset of buf[0]
+    def __init__(self, unverified: bool = False) -> None:
+        self.reader = Reader(unverified)
+        self.buf = bytearray()
+        self.pos = 0  # first unconsumed byte of buf
+        self.offset = 0  # stream offset of buf[pos]
 
     def feed(self, chunk: bytes) -> Iterator[MonRecord | Damage]:
         self.buf += chunk
-        while len(self.buf) >= lay.MCE_SIZE:
-            t0, t1, start, end = struct.unpack_from(">BB2xII", self.buf, 0)
+        while len(self.buf) - self.pos >= lay.MCE_SIZE:
+            t0, t1, start, end = struct.unpack_from(">BB2xII", self.buf, self.pos)
             size = end - start + 1
             if t0 == 0 or t1 == 0 or end <= start or size > self.MAX_RUN:
-                skip = self._next_mce(1)
+                skip = self._next_mce(self.pos + 1) - self.pos
+                self.reader._count("damaged")
                 yield Damage(self.offset, f"no valid monitor control element at offset {self.offset}",
-                             self.buf[:12].hex())  # fmt: skip
+                             bytes(self.buf[self.pos : self.pos + 12]).hex())  # fmt: skip
                 self._consume(skip)
                 continue
-            if len(self.buf) < lay.MCE_SIZE + size:
-                return  # the rest of this element's records is still to come
-            run = lay.MCE_SIZE
+            if len(self.buf) - self.pos < lay.MCE_SIZE + size:
+                break  # the rest of this element's records is still to come
+            run = self.pos + lay.MCE_SIZE
             origin = run - (start % lay.FRAME_SIZE)
-            yield from self.reader.run(self.buf, run, run + size, origin, self.offset)
-            self._consume(run + size)
+            yield from self.reader.run(self.buf, run, run + size, origin, self.offset - self.pos)
+            self._consume(lay.MCE_SIZE + size)
+        self._compact()
 
     def finish(self) -> Iterator[MonRecord | Damage]:
-        if self.buf:
-            yield Damage(self.offset, f"stream ends inside a monitor control element's data ({len(self.buf)} bytes)")
-            self._consume(len(self.buf))
+        left = len(self.buf) - self.pos
+        if left:
+            self.reader._count("damaged")
+            yield Damage(self.offset, f"stream ends inside a monitor control element's data ({left} bytes)")
+            self._consume(left)
+        self._compact()
 
     def _consume(self, n: int) -> None:
-        self.buf = self.buf[n:]
+        self.pos += n
         self.offset += n
+
+    def _compact(self) -> None:
+        if self.pos >= len(self.buf):
+            self.buf.clear()
+            self.pos = 0
+        elif self.pos >= self.COMPACT_AT and self.pos * 2 >= len(self.buf):
+            del self.buf[: self.pos]
+            self.pos = 0
 
     def _next_mce(self, start: int) -> int:
         for i in range(start, len(self.buf) - lay.MCE_SIZE + 1):
             t0, t1, s, e = struct.unpack_from(">BB2xII", self.buf, i)
             if t0 and t1 and s < e and e - s < self.MAX_RUN:
                 return i
-        return max(len(self.buf) - lay.MCE_SIZE + 1, 1)
+        return max(len(self.buf) - lay.MCE_SIZE + 1, start)
 
 
 def looks_like_monreader(data: bytes) -> bool:
@@ -274,8 +337,8 @@ def looks_like_monreader(data: bytes) -> bool:
     return zeros == 0 and domain <= lay.MAX_DOMAIN and length >= lay.HEADER_SIZE
 
 
-def read_stream(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
-    stream = MonreaderStream()
+def read_stream(data: bytes, unverified: bool = False) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    stream = MonreaderStream(unverified)
 
     def records() -> Iterator[MonRecord | Damage]:
         yield from stream.feed(data)
@@ -284,5 +347,5 @@ def read_stream(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
     return stream.reader, records()
 
 
-def read_any(data: bytes) -> tuple[Reader, Iterator[MonRecord | Damage]]:
-    return read_stream(data) if looks_like_monreader(data) else read_monwrite(data)
+def read_any(data: bytes, unverified: bool = False) -> tuple[Reader, Iterator[MonRecord | Damage]]:
+    return read_stream(data, unverified) if looks_like_monreader(data) else read_monwrite(data, unverified)

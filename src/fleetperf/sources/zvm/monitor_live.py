@@ -16,7 +16,7 @@ CHUNK = 1 << 16
 def follow(handle: BinaryIO, collector: Collector, *, stop_at_end: bool, idle_sleep: float = 0.5) -> Iterator[Emitted]:
     """Records as they arrive. The device returns 0 bytes at the end of each data set and blocks
     for the next; a capture file ends (stop_at_end) or grows (a 0-byte read waits and retries)."""
-    stream = MonreaderStream()
+    stream = MonreaderStream(collector.unverified)
     while True:
         chunk = handle.read(CHUNK)
         if not chunk:

@@ -1,15 +1,21 @@
 """Decoded CP monitor records -> Avro records.
 
+Only values read from fields IBM's text confirms are published unless the user opts in to the
+unverified ones (`Options.unverified`, CLI `--zvm-unverified`; see monitor_layouts and README.md).
 Sample data of an interval precede its interval-end record (MRMTREND); at each interval end:
-- `zvm_guest_samples`: per guest, its virtual processors' total and virtual CPU time summed and
-  turned into interval deltas (`cpu_deltas.GuestCpuDeltas`: first sample = base, logoff/logon
-  resets); the Flink job makes T/V and CP overhead of them as of the Toolkit's reports;
-- `zvm_system_samples`: processors' busy time (interval minus wait) and emulation time, summed:
-  busy %, total and virtual CPU seconds (system T/V);
-- for Linux guests with APPLDATA OS: `cpu_samples` (the guest's CPU line, steal included, for
-  the Flink job's steal_pct) and per-CPU `sysstat_samples` rows (section cpu-load-all, source
-  'appldata'), so per-CPU steal is in the same view as sadc's. A torn APPLDATA record (sync
+- `zvm_guest_samples`: per guest, its virtual processors' total and virtual CPU time (complement-
+  form timers, deltas per virtual CPU summed: `cpu_deltas.GuestCpuDeltas`); sessions from the
+  logon/logoff records (domain 4 records 1 and 2) and from users missing from an interval. The
+  MRUSEACT timer offsets are not confirmed by IBM's text: without the opt-in no guest sample is
+  published (counted as withheld);
+- `zvm_system_samples`: processors' emulation time (PFXPRBTM, counts down) summed as virtual CPU
+  seconds, logged-on users (MRSYTUSR); busy % and total CPU seconds need the wait time (PFXTOTWT,
+  unverified: only with the opt-in);
+- for Linux guests with APPLDATA OS (MRAPLSDT header offsets unverified: only with the opt-in):
+  `cpu_samples` (the guest's CPU line, steal included, for the Flink job's steal_pct) and per-CPU
+  `sysstat_samples` rows (section cpu-load-all, source 'appldata'). A torn APPLDATA record (sync
   counters differ: Linux updated it while CP copied it) is a dead letter, not a sample.
+Damage, lengths no z/VM level has, and guest intervals that cannot be computed are dead letters.
 """
 
 from __future__ import annotations
@@ -26,15 +32,24 @@ from fleetperf.sources.zvm.cpu_deltas import CPU_TIMER_SHIFT, GuestCpuCounters, 
 from fleetperf.sources.zvm.monitor import Damage, MonRecord, read_any
 
 SOURCE = "zvm-monitor"
+WITHHELD_GUEST_CPU = "withheld: MRUSEACT VMDTTIME/VMDVTIME offsets unverified (use --zvm-unverified)"
 
 
 @dataclass(frozen=True)
 class Options:
-    system: str | None = None  # z/VM system name; default: MRMTRSYS's system id, else "ZVM"
+    system: str | None = None  # z/VM system name; default: MRMTRSYS's system id (unverified), else "ZVM"
+    unverified: bool = False  # also decode and publish fields IBM's text did not confirm
 
 
 def _seconds(units: int) -> float:
     return (units >> CPU_TIMER_SHIFT) / 1e6
+
+
+def _timer_delta(layout_field: str, earlier: int, later: int) -> int | None:
+    """Units used between two readings of an MRSYTPRP timer, in the direction the table gives."""
+    f = next(f for f in lay.LAYOUTS[(0, 2)].fields if f.name == layout_field)
+    delta = earlier - later if f.direction == "down" else later - earlier
+    return delta if delta >= 0 else None
 
 
 class Collector:
@@ -42,32 +57,53 @@ class Collector:
         self.origin = origin
         self.name = Path(origin).name or origin
         self.system = options.system
+        self.unverified = options.unverified
         self.guests = GuestCpuDeltas()
-        self.users: dict[str, list[int]] = {}  # userid -> [total, virtual] of this interval
+        self.users: dict[str, dict[int, tuple[int, int]]] = {}  # userid -> vcpu -> (total, virtual) this interval
         self.cpus: dict[int, dict] = {}  # processor -> counters of this interval
         self.prev_cpus: dict[int, dict] = {}
         self.prev_end: int | None = None
+        self.users_logged: int | None = None
         self.linux: dict[str, dict] = {}  # userid -> last APPLDATA OS sample
         self.appl: dict[str, tuple[dict, int]] = {}  # this interval's APPLDATA OS per guest
+        self.counts: dict[str, int] = {}
 
     @property
     def zvm_system(self) -> str:
         return self.system or "ZVM"
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
 
     def feed(self, item: MonRecord | Damage) -> Iterator[Emitted]:
         if isinstance(item, Damage):
             yield dead_letter(SOURCE, self.origin, 0, item.offset, item.message, item.raw)
             return
         key = (item.domain, item.record)
-        if key == (1, 4) and not self.system and item.fields and item.fields["system_id"]:
-            self.system = item.fields["system_id"]
+        f = item.fields or {}
+        if not item.known:
+            return
+        if key == (1, 4) and not self.system and f.get("system_id"):
+            self.system = f["system_id"]
+        elif key == (4, 1):
+            self.guests.logon(self.zvm_system, f["userid"])
+        elif key == (4, 2):
+            self.guests.logoff(self.zvm_system, f["userid"])
+            self.users.pop(f["userid"], None)  # values of this interval before the logoff end with it
         elif key == (4, 3):
-            f = item.fields or {}
-            acc = self.users.setdefault(f["userid"], [0, 0])
-            acc[0] += f["total_cpu_time"]
-            acc[1] += f["virtual_cpu_time"]
+            if "total_cpu_time" not in f:
+                self._count(WITHHELD_GUEST_CPU)
+                return
+            vcpus = self.users.setdefault(f["userid"], {})
+            if f["vcpu_address"] in vcpus:
+                yield dead_letter(SOURCE, self.origin, 0, item.offset,
+                                  f"MRUSEACT of {f['userid']} virtual CPU {f['vcpu_address']} twice in one interval;"
+                                  " the later one is kept", "")  # fmt: skip
+            vcpus[f["vcpu_address"]] = (f["total_cpu_time"], f["virtual_cpu_time"])
         elif key == (0, 2):
-            self.cpus[item.fields["cpu_address"]] = item.fields  # type: ignore[index]
+            self.cpus[f["cpu_address"]] = f
+        elif key == (0, 8):
+            self.users_logged = f["users_logged"]
         elif key == (10, 2) and item.appldata is not None:
             yield from self._appldata(item)
         elif key == (1, 11):
@@ -90,42 +126,56 @@ class Collector:
     def _interval_end(self, end: MonRecord) -> Iterator[Emitted]:
         ts = end.unix_us // 1000
         origin = f"{self.name}@{end.offset}"
-        for user, (total, virtual) in sorted(self.users.items()):
-            yield from self.guests.feed(GuestCpuCounters(self.zvm_system, user, ts, total, virtual, origin))
-        yield from self._system(ts, origin)
+        if self.unverified:  # without the opt-in MRUSEACT carries no timers and no guest sample is made
+            users = sorted(self.users.items())
+            guests = [GuestCpuCounters(self.zvm_system, user, ts, vcpus, origin) for user, vcpus in users]
+            yield from self.guests.interval(self.zvm_system, ts, guests)
+            for r in self.guests.refused:
+                why = f"guest {r.userid}, interval ending {r.ts} (epoch ms): {r.reason}"
+                yield dead_letter(SOURCE, self.origin, 0, end.offset, why, "")
+            self.guests.refused.clear()
+        yield from self._system(ts, origin, end.offset)
         for user, (sample, offset) in sorted(self.appl.items()):
             yield from self._linux(user, sample, ts, offset)
-        self.users, self.cpus, self.appl = {}, {}, {}
+        self.users, self.cpus, self.appl, self.users_logged = {}, {}, {}, None
 
-    def _system(self, ts: int, origin: str) -> Iterator[Emitted]:
+    def _system(self, ts: int, origin: str, offset: int) -> Iterator[Emitted]:
         cpus, prev, prev_end = self.cpus, self.prev_cpus, self.prev_end
         self.prev_cpus, self.prev_end = cpus, ts
-        if not cpus or prev_end is None or ts <= prev_end:
+        if prev_end is None or ts <= prev_end:
             return
         interval_s = (ts - prev_end) / 1000
         busy = virtual = 0.0
         counted = 0
-        for cpu, c in cpus.items():
+        with_wait = bool(cpus) and all("wait_time" in c for c in cpus.values())
+        for cpu, c in sorted(cpus.items()):
             p = prev.get(cpu)
-            if p is None or c["wait_time"] < p["wait_time"]:
-                continue  # a processor varied on in this interval, or counters restarted
+            if p is None:
+                continue  # a processor varied on in this interval: no base yet
+            dv = _timer_delta("problem_state_time", p["problem_state_time"], c["problem_state_time"])
+            dw = _timer_delta("wait_time", p["wait_time"], c["wait_time"]) if with_wait else 0
+            if dv is None or dw is None:
+                yield dead_letter(SOURCE, self.origin, 0, offset,
+                                  f"processor {cpu}: a CPU timer moved against its direction in the interval ending"
+                                  f" {ts}; the processor is left out of it", "")  # fmt: skip
+                continue
             counted += 1
-            busy += max(interval_s - _seconds(c["wait_time"] - p["wait_time"]), 0.0)
-            virtual += _seconds(c["problem_state_time"] - p["problem_state_time"])
-        if not counted:
+            virtual += _seconds(dv)
+            busy += max(interval_s - _seconds(dw), 0.0)
+        if not counted and self.users_logged is None:
             return
         record = {
             "zvm_system": self.zvm_system,
             "ts": ts,
             "interval_s": interval_s,
             "source": SOURCE,
-            "busy_pct": busy / (counted * interval_s) * 100,
-            "online_cpus": counted,
+            "busy_pct": busy / (counted * interval_s) * 100 if counted and with_wait else None,
+            "online_cpus": counted or None,
             "tv_ratio_reported": None,
             "capture_ratio": None,
-            "total_cpu_s": busy,
-            "virtual_cpu_s": virtual,
-            "users_logged": None,
+            "total_cpu_s": busy if counted and with_wait else None,
+            "virtual_cpu_s": virtual if counted else None,
+            "users_logged": self.users_logged,
             "users_active": None,
             "users_in_elist": None,
             "io_rate": None,
@@ -196,12 +246,14 @@ def _as_sysstat(cpus: list[dict]) -> dict[int, dict[str, int]]:
 
 
 def records_of_bytes(data: bytes, origin: str, options: Options) -> tuple[Iterator[Emitted], dict[str, int]]:
-    reader, items = read_any(data)
+    reader, items = read_any(data, options.unverified)
     collector = Collector(origin, options)
 
     def emitted() -> Iterator[Emitted]:
         for item in items:
             yield from collector.feed(item)
+        for key, n in collector.counts.items():  # what the collector withheld, beside the reader's counts
+            reader.counts[key] = reader.counts.get(key, 0) + n
 
     return emitted(), reader.counts
 

@@ -1,6 +1,8 @@
-"""Test data: CP monitor records written byte for byte per `monitor_layouts` (big-endian, EBCDIC),
-packed into 4K frames, as a MONWRITE file or as the /dev/monreader byte stream. No public capture
-exists; the reader is tested against what this writes, and a real capture is welcome."""
+"""Test data for the integration tests: CP monitor records written per the reader's own table
+(`monitor_layouts`), packed into 4K frames, as a MONWRITE file or as the /dev/monreader byte stream.
+
+Not an oracle for layouts: a wrong offset round-trips through it. The unit tests
+(tests/unit/test_zvm_monitor.py) build records from IBM's offsets held there as literals instead."""
 
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ def encode_fields(fields: tuple[lay.Field, ...], values: dict[str, Any], buf: by
 def record(domain: int, number: int, tod: int, values: dict[str, Any] | None = None, payload: bytes = b"") -> bytes:
     """One record: header + fields of its layout (+ payload after the fixed part)."""
     layout = lay.LAYOUTS.get((domain, number))
-    fixed = layout.min_length if layout else lay.HEADER_SIZE
+    fixed = lay.HEADER_SIZE
+    if layout:
+        fixed = max(min(layout.lengths.values(), default=lay.HEADER_SIZE), layout.need(layout.fields))
     buf = bytearray(fixed + len(payload))
     struct.pack_into(">HHBBHQ", buf, 0, len(buf), 0, domain, 0, number, tod)
     if layout and values:
@@ -56,9 +60,9 @@ def appldata_os(userid: str, tod: int, cpus: list[dict[str, int]], *, torn: bool
     for i, cpu in enumerate(cpus):
         encode_fields(wanted, {"cpu_id": i} | cpu, head, lay.APPLDATA_OS_HEADER_SIZE + i * per_cpu)
     product = lay.LINUX_PRODUCT.encode(lay.EBCDIC) + struct.pack(">HBHHH", 0, lay.APPLDATA_OS_RECORD, 0, 0, mod_lvl)
-    fixed = lay.LAYOUTS[(10, 2)].min_length + 3  # MRAPLSDT is 52 bytes: 3 reserved after the status
+    fixed = 52  # MRAPLSDT's fixed part (IBM: Structure 52)
     fields = {"data_offset": fixed, "data_length": len(head), "userid": userid, "product_id": product, "status": 0}
-    return record(10, 2, tod, fields, payload=b"\0" * 3 + bytes(head))
+    return record(10, 2, tod, fields, payload=bytes(head))
 
 
 def frames(records: Iterable[bytes]) -> list[bytes]:
@@ -81,10 +85,13 @@ def frames(records: Iterable[bytes]) -> list[bytes]:
 
 
 def monwrite_file(records: Iterable[bytes]) -> bytes:
-    """Frames back to back after a control page (MONWRITE writes its own control records; their
-    layout is not published, so this one only has to be recognisably not a record)."""
-    control = "MONWRITE CONTROL".encode(lay.EBCDIC).ljust(lay.FRAME_SIZE, b"\x40")
-    return control + b"".join(frames(records))
+    """Frames back to back after one MONWRITE control record (HCPMWTBK: data type x'E2' at 40, start
+    and end address of the records at 44 and 48)."""
+    data = frames(records)
+    control = bytearray(lay.FRAME_SIZE)
+    control[40] = 0xE2
+    struct.pack_into(">ii", control, 44, 0x7F000000, 0x7F000000 + len(data) * lay.FRAME_SIZE - 1)
+    return bytes(control) + b"".join(data)
 
 
 def monreader_stream(records: Iterable[bytes], frames_per_element: int = 2, address: int = 0x7F000000) -> bytes:
