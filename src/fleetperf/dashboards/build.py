@@ -9,6 +9,8 @@ UUIDs are derived from names, so re-imports update the same assets instead of ad
 from __future__ import annotations
 
 import argparse
+import functools
+import re
 import shutil
 import sys
 import tempfile
@@ -58,7 +60,38 @@ def database() -> dict[str, Any]:
     }
 
 
-def dataset(d: Dataset) -> dict[str, Any]:
+def view_columns(names: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each view's columns and types as the engine sees them: the migrations applied to a
+    throw-away embedded ClickHouse, then DESCRIBE. The datasets take their columns from here, so a
+    view that changes changes its dataset (and `--check` says the bundle is stale)."""
+    from fleetperf import config
+    from fleetperf.warehouse.clickhouse import migrate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = config.load({"FLEETPERF__STATE__DIR": tmp, "FLEETPERF__CLICKHOUSE__URL": "chdb"})
+        ch, _ = migrate(settings)
+        return {name: [(r[0], _plain(r[1])) for r in ch.query(f"DESCRIBE TABLE {name}").result_rows] for name in names}
+
+
+_WRAPPER = re.compile(r"^(?:LowCardinality|SimpleAggregateFunction)\((?:[A-Za-z0-9_]+, )?(.*)\)$")
+
+
+def _plain(type_: str) -> str:
+    """The value type Superset should see: storage wrappers (LowCardinality, a rollup's
+    SimpleAggregateFunction(max, Float64)) say how a column is kept, not what it holds."""
+    if type_.startswith("Nullable(") and type_.endswith(")"):
+        return f"Nullable({_plain(type_[9:-1])})"
+    while m := _WRAPPER.match(type_):
+        type_ = m.group(1)
+    return type_
+
+
+@functools.cache
+def _columns() -> dict[str, list[tuple[str, str]]]:
+    return view_columns(list(DATASETS))
+
+
+def dataset(d: Dataset, columns: list[tuple[str, str]]) -> dict[str, Any]:
     return {
         "table_name": d.name,
         "main_dttm_col": d.time_column,
@@ -99,7 +132,7 @@ def dataset(d: Dataset) -> dict[str, Any]:
                 "description": None,
                 "extra": None,
             }
-            for name, type_ in d.columns
+            for name, type_ in columns
         ],
         "version": "1.0.0",
         "database_uuid": DATABASE_UUID,
@@ -154,7 +187,7 @@ def chart_params(c: Chart) -> dict[str, Any]:
             "markerSize": 4,
         }
     if c.viz == "table":
-        floats = [n for n, t in d.columns if "Float" in t and (n in c.columns or n in c.groupby)]
+        floats = [n for n, t in _columns()[d.name] if "Float" in t and (n in c.columns or n in c.groupby)]
         floats += [m["label"] for m in c.metrics]
         p["column_config"] = {name: {"d3NumberFormat": c.y_format} for name in floats}
     if c.viz == "table" and c.columns:
@@ -325,7 +358,7 @@ def files() -> dict[str, dict[str, Any]]:
         "databases/fleetperf.yaml": database(),
     }
     for d in DATASETS.values():
-        out[f"datasets/fleetperf/{d.name}.yaml"] = dataset(d)
+        out[f"datasets/fleetperf/{d.name}.yaml"] = dataset(d, _columns()[d.name])
     for c in CHARTS.values():
         out[f"charts/{c.key}.yaml"] = chart(c)
     for b in DASHBOARDS:
