@@ -8,8 +8,8 @@ import java.util.TreeSet;
 
 /**
  * One threshold rule: metric, direction, threshold, and for how many consecutive final windows it
- * must hold before an incident opens. Rules come from [[flags.rules]] in config/fleetperf.toml
- * (the CLI hands them to the job as a properties file: rule.NAME.metric=..., rule.NAME.op=...).
+ * must hold before an incident opens. Rules come from the properties file named by [flink]
+ * flag_rules in config/fleetperf.toml (config/flag-rules.properties: rule.NAME.metric=..., ...).
  */
 public class FlagRule implements Serializable {
   public String name;
