@@ -15,10 +15,10 @@ from fleetperf.cli.sql_client import query, scalar, wait_stable
 from fleetperf.config import Settings
 from fleetperf.ingest.publish import ingest
 from fleetperf.kafka_avro import AvroProducer
-from tests import zvm_writer as w
 from fleetperf.sources.zvm.monitor_live import follow
 from fleetperf.sources.zvm.monitor_records import Collector, Options
-from tests.unit.test_zvm_monitor import _fcx112_monitor_data
+from tests import zvm_writer as w
+from tests.unit.test_zvm_monitor import fcx112_monitor_data as _fcx112_monitor_data
 
 pytestmark = pytest.mark.integration
 

@@ -254,6 +254,15 @@ def test_the_layout_table_cites_ibm_for_every_field_and_agrees_with_ibms_rows() 
     assert prbtm.verified and prbtm.direction == "down" and prbtm.direction_verified
 
 
+def test_the_readme_states_each_fields_verification() -> None:
+    readme = (config.REPO_ROOT / "src" / "fleetperf" / "sources" / "zvm" / "README.md").read_text()
+    for layout in lay.LAYOUTS.values():
+        row = readme[readme.index(f"{layout.domain}.{layout.record} {layout.name}") :]
+        for f in layout.fields:
+            assert f.name in row[: row.find("\n| 1", 1) if row.find("\n| 1", 1) > 0 else None], (layout.name, f.name)
+    assert "6.1" in lay.LEVELS and "7.5" in lay.LEVELS
+
+
 def test_a_guest_whose_cpu_did_not_move_is_a_sample_of_zero_seconds() -> None:
     idle = {"IDLE": (7.0, 5.0)}
     data = _interval(0, idle, {}) + _interval(60, idle, {}) + _interval(120, {"IDLE": (7.5, 5.25)}, {})

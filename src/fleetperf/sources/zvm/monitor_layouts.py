@@ -33,6 +33,10 @@ MCE_SIZE = 12  # monreader: monitor control element before each run of records
 EBCDIC = "cp037"
 TOD_EPOCH_OFFSET_S = 2208988800  # 1900-01-01 (TOD epoch) to 1970-01-01, leap seconds not counted
 
+# z/VM levels whose monitor record pages exist and were consulted; records of other levels are read
+# the same way (IBM appends fields and retires them in place), with the length rule below
+LEVELS = ("4.2", "4.3", "4.4", "5.1", "5.3", "5.4", "6.1", "6.2", "6.3", "6.4", "7.1", "7.2", "7.3", "7.4", "7.5")
+
 # IBM's monitor record pages: two hosts carry the same tables
 VM = "https://www.vm.ibm.com/pubs"
 SUPPORT = "https://www.ibm.com/support/pages/zvm/pubs"
