@@ -46,10 +46,10 @@ import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
- * Tumbling event-time windows per host and source stream ({@link PerStreamWindows}):
- * cpu-samples -> steal_pct, physc, entc_pct; hpm-samples -> slb/dslb/islb/ierat miss rates, cpi,
- * mips; net-port-samples -> lacp hash skew; zvm-guest/system-samples -> tv_ratio, cp_overhead_pct
- * and system busy, capture ratio, eligible list, paging; all -> derived-metrics topic.
+ * Derived metrics: tumbling event-time windows per entity and source stream ({@link PerStreamWindows})
+ * over the cpu, hpm, net-port and z/VM sample topics, one accumulator per input (which metrics
+ * each yields: config/metrics.toml), into the derived-metrics topic; final windows feed the rule
+ * and baseline flags of the anomaly-flags topic. Settings: {@link JobSettings}.
  */
 public final class DerivedMetricsJob {
   private DerivedMetricsJob() {}
