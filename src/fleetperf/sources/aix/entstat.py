@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from fleetperf.sources.aix.errors import MAX_LINE, CommandOutputError, Problem, counter, numbered
 
 _BLOCK = re.compile(r"^\s*ETHERNET STATISTICS \(([A-Za-z0-9_]{1,32})\)\s*:")
 _STATE_HEADER = re.compile(r"^\s*(Actor|Partner) State:\s*$")
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 /()-.")
 _MAX_TEXT = 200  # longest text value kept (device type, LACP state)
 
 
-@dataclass
-class Pair:
+class Pair(NamedTuple):
     """`Name: value` on a line: the name, where it starts, the value's first word."""
 
     key: str
@@ -31,36 +30,20 @@ class Pair:
     value: str
 
 
+# At each position: a pair (name from a letter, possessive: the run of name characters is tried
+# once) with the characters up to the next letter after its value, else the whole run of name
+# characters from a letter (no later start inside it can reach another colon), else the characters
+# up to the next letter (no name starts there). Every character
+# is consumed once and looked at a bounded number of times: linear, unlike the lazy pattern
+# `([A-Za-z][A-Za-z0-9 /()\-.]*?):\s+(\S+)` this replaces (quadratic on a long line without ':').
+_SCAN = re.compile(r"([A-Za-z][A-Za-z0-9 /()\-.]*+):\s+(\S+)[^A-Za-z]*|[A-Za-z][A-Za-z0-9 /()\-.]*+|[^A-Za-z]+")
+
+
 def pairs(line: str) -> list[Pair]:
-    """Every `Name: value` of a line, left to right: a name is a letter then letters, digits,
-    spaces and / ( ) - . up to a colon; the value is the first word after the colon and at least one
-    space. Each character is looked at a bounded number of times (the names before two colons do
-    not overlap), so time is linear in the line."""
-    out: list[Pair] = []
-    pos, n = 0, len(line)
-    colon = line.find(":")
-    while colon != -1:
-        after = colon + 1
-        while after < n and line[after].isspace():
-            after += 1
-        if after == colon + 1 or after >= n:
-            colon = line.find(":", colon + 1)  # no space, or nothing after it: not a pair
-            continue
-        start = colon
-        while start > pos and line[start - 1] in _KEY_CHARS:
-            start -= 1
-        while start < colon and not ("A" <= line[start] <= "Z" or "a" <= line[start] <= "z"):
-            start += 1
-        end = after
-        while end < n and not line[end].isspace():
-            end += 1
-        if start < colon:
-            out.append(Pair(line[start:colon], start, line[after:end]))
-            pos = end
-            colon = line.find(":", end)
-        else:
-            colon = line.find(":", colon + 1)
-    return out
+    """Every `Name: value` of a line, left to right, as the pattern above finds them: a name is a
+    letter then letters, digits, spaces and / ( ) - . up to a colon; the value is the first word
+    after the colon and at least one space."""
+    return [Pair(m[1], m.start(1), m[2]) for m in _SCAN.finditer(line) if m[1] is not None]
 
 
 @dataclass
