@@ -7,21 +7,21 @@ from pathlib import Path
 import pytest
 
 from fleetperf.cli.sql_client import query, wait_stable
-from fleetperf.config import Settings
+from fleetperf.config import PACKAGE_ROOT, Settings
 from fleetperf.ingest.aggregations import inventory_records
 from fleetperf.ingest.identity import HostIdentity
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.aix.collect import from_file
 
 pytestmark = pytest.mark.integration
+TESTDATA = PACKAGE_ROOT / "sources" / "aix" / "testdata"
 
 
-def test_slb_rates_and_aggregation_members_in_sql(stack: Settings, corpus: Path, tmp_path: Path) -> None:
-    seed = (corpus.parent / "seeds" / "000_c877cdba3fe1c591.txt").read_text().splitlines()
-    hpm = tmp_path / "hpmstat_before_lsa.txt"
-    hpm.write_text("\n".join(seed[8278:8335]))
-    ent = tmp_path / "entstat_ent2.txt"
-    ent.write_text("\n".join(seed[12820:13060]))
+def test_slb_rates_and_aggregation_members_in_sql(stack: Settings, tmp_path: Path) -> None:
+    # the seed's reports as the project typed them (sources/aix/testdata/README.md: seed 000
+    # L8279-8335 and L12820-13060)
+    hpm = TESTDATA / "hpmstat_before_lsa.txt"
+    ent = TESTDATA / "entstat_8023ad.txt"
     inv = tmp_path / "inventory.toml"
     inv.write_text('[hosts."AIXTEST-1".aggregations]\nent9 = ["ent3", "ent5"]\n')
     who = HostIdentity("AIXTEST-1", "aixtest")
