@@ -240,16 +240,20 @@ def test_unknown_level_and_unknown_report() -> None:
 
 
 def test_monitor_counter_deltas_match_the_toolkit_times() -> None:
+    # the CP monitor's complement-form CPU timers (they count down) give the Toolkit's LNKDB2 times
     from fleetperf.sources.zvm.cpu_deltas import GuestCpuCounters, GuestCpuDeltas
 
-    def units(seconds: float) -> int:
-        return round(seconds * 1e6) << 12
+    start = 1 << 60
+
+    def timer(seconds: float) -> int:
+        return start - (round(seconds * 1e6) << 12)
 
     deltas = GuestCpuDeltas()
-    base = GuestCpuCounters("MON", "LNKDB2", 0, units(100.0), units(90.0), "m:1")
+    base = GuestCpuCounters("MON", "LNKDB2", 0, {0: (timer(100.0), timer(90.0))}, "m:1")
     assert list(deltas.feed(base)) == []  # the first sample only sets the base
-    (e,) = deltas.feed(GuestCpuCounters("MON", "LNKDB2", 60_000, units(100.823), units(90.818), "m:2"))
+    (e,) = deltas.feed(GuestCpuCounters("MON", "LNKDB2", 60_000, {0: (timer(100.823), timer(90.818))}, "m:2"))
     assert (e.record["tcpu_s"], e.record["vcpu_s"], e.record["interval_s"]) == (0.823, 0.818, 60.0)
-    # logoff/logon inside the next interval: counters restart from zero
-    (e,) = deltas.feed(GuestCpuCounters("MON", "LNKDB2", 120_000, units(0.012), units(0.011), "m:3"))
-    assert (e.record["tcpu_s"], e.record["vcpu_s"], deltas.resets) == (0.012, 0.011, 1)
+    # logoff and logon: the next reading starts a new session and only sets the base
+    deltas.logoff("MON", "LNKDB2")
+    assert list(deltas.feed(GuestCpuCounters("MON", "LNKDB2", 120_000, {0: (timer(0.012), timer(0.011))}, "m:3"))) == []
+    assert deltas.sessions_started == 1

@@ -278,3 +278,23 @@ def test_fuzz_mutants_of_the_test_data() -> None:
             letters += e.topic_key == "dead_letters"
     assert clock.monotonic() - started < 45
     assert published > 1000 and letters > 100  # the mutants did reach the rows
+
+
+def test_a_huge_line_in_a_file_is_a_dead_letter_and_offsets_stay_right(tmp_path: Path) -> None:
+    from fleetperf.sources.perfkit.records import records_of_file
+
+    lines = (DATA / "fcx112_user.txt").read_text().splitlines(keepends=True)
+    at = next(k for k, line in enumerate(lines) if line.startswith("LNKIHS"))
+    lines.insert(at, "9" * 10_000_000 + "\n")
+    path = tmp_path / "big.txt"
+    path.write_text("".join(lines))
+    started = clock.monotonic()
+    records = list(records_of_file(path, Options(window_s=None)))
+    assert clock.monotonic() - started < 2.0
+    dead = _of(records, "dead_letters")
+    assert [(d["line"], d["byte_offset"]) for d in dead] == [(at + 1, len("".join(lines[:at]).encode()))]
+    assert "longer than 65536 characters" in dead[0]["error"] and len(dead[0]["raw"]) <= 1024
+    guests = _of(records, "zvm_guest_samples")
+    assert len(guests) == 22
+    lnkihs = next(g for g in guests if g["userid"] == "LNKIHS")
+    assert lnkihs["origin"] == f"big.txt:{at + 2}"  # the line after the huge one keeps its number
