@@ -399,6 +399,19 @@ def test_monreader_stream_in_chunks_of_any_size_gives_every_record_once() -> Non
         assert [(r.domain, r.record, r.fields) for r in got] == whole
 
 
+def test_a_broken_monitor_control_element_is_a_dead_letter_and_the_next_one_is_read() -> None:
+    records = fcx112_monitor_data() * 4
+    stream = bytearray(monreader(records, frames_per_element=1))
+    clean = [r for r in read_any(bytes(stream))[1] if isinstance(r, MonRecord)]
+    second = 12 + FRAME  # the second element's control element
+    stream[second : second + 2] = b"\0\0"  # its type bytes
+    items = list(read_any(bytes(stream))[1])
+    damage = [i for i in items if isinstance(i, Damage)]
+    assert [d.offset for d in damage] == [second] and "monitor control element" in damage[0].message
+    kept = [r.offset for r in items if isinstance(r, MonRecord)]
+    assert kept == [r.offset for r in clean if not second < r.offset < second + 12 + FRAME]
+
+
 def _replay_seconds(mb: int) -> float:
     """A monreader capture of `mb` MB replayed whole (`parse`/`ingest` of a capture file) and in 64 KB
     reads (`collect --file`); the better of two runs."""
@@ -478,11 +491,19 @@ def _mutants(seed: int, n: int) -> list[bytes]:
     logons = [mruselof("LNX1", _tod(20)), mruselon("LNX1", _tod(21)), mrsytasg(_tod(22), 1, 2, 3)]
     bases = [monwrite(fcx112_monitor_data()), monreader(fcx112_monitor_data()), appldata_capture(),
              monwrite(fcx112_monitor_data()[:8] + [linux] + logons + fcx112_monitor_data()[8:])]  # fmt: skip
+    headers = {id(b): [r.offset for r in read_any(b, unverified=True)[1] if isinstance(r, MonRecord)] for b in bases}
     out = []
     for _ in range(n):
-        data = bytearray(rnd.choice(bases))
-        kind = rnd.randrange(5)
-        if kind == 0:  # bit flips
+        base = rnd.choice(bases)
+        data = bytearray(base)
+        kind = rnd.randrange(6)
+        if kind == 5:  # a bit flip or an absurd length in a record header
+            at = rnd.choice(headers[id(base)])
+            if rnd.random() < 0.5:
+                data[at + rnd.randrange(20)] ^= 1 << rnd.randrange(8)
+            else:
+                struct.pack_into(">H", data, at, rnd.choice([0, 19, 20, 21, 439, 441, 4096, 0xFFFF]))
+        elif kind == 0:  # bit flips
             for _ in range(rnd.randint(1, 8)):
                 data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
         elif kind == 1:  # truncation

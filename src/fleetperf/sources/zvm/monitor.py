@@ -233,6 +233,7 @@ def read_monwrite(data: bytes, unverified: bool = False) -> tuple[Reader, Iterat
             end = min(start + lay.FRAME_SIZE, len(data))
             short = end - start < lay.FRAME_SIZE
             if end - start < lay.HEADER_SIZE:
+                reader._count("damaged")
                 yield Damage(start, f"file ends inside the frame at offset {start} ({end - start} of 4096 bytes)")
                 continue
             ok, why = reader._header_ok(data, start, end, end)
@@ -281,15 +282,18 @@ class MonreaderStream:
     def feed(self, chunk: bytes) -> Iterator[MonRecord | Damage]:
         self.buf += chunk
         while len(self.buf) - self.pos >= lay.MCE_SIZE:
-            t0, t1, start, end = struct.unpack_from(">BB2xII", self.buf, self.pos)
-            size = end - start + 1
-            if t0 == 0 or t1 == 0 or end <= start or size > self.MAX_RUN:
+            plausible = self._mce(self.pos)
+            if plausible is None:
+                break  # the first record header after the element is still to come
+            if not plausible:
                 skip = self._next_mce(self.pos + 1) - self.pos
                 self.reader._count("damaged")
-                yield Damage(self.offset, f"no valid monitor control element at offset {self.offset}",
-                             bytes(self.buf[self.pos : self.pos + 12]).hex())  # fmt: skip
+                yield Damage(self.offset, f"no valid monitor control element at offset {self.offset}; {skip} bytes"
+                             " skipped", bytes(self.buf[self.pos : self.pos + 32]).hex())  # fmt: skip
                 self._consume(skip)
                 continue
+            _, _, start, end = struct.unpack_from(">BB2xII", self.buf, self.pos)
+            size = end - start + 1
             if len(self.buf) - self.pos < lay.MCE_SIZE + size:
                 break  # the rest of this element's records is still to come
             run = self.pos + lay.MCE_SIZE
@@ -297,6 +301,18 @@ class MonreaderStream:
             yield from self.reader.run(self.buf, run, run + size, origin, self.offset - self.pos)
             self._consume(lay.MCE_SIZE + size)
         self._compact()
+
+    def _mce(self, i: int) -> bool | None:
+        """A plausible control element at buf[i]: non-zero types, start < end, a run of at most
+        MAX_RUN bytes, and a valid record header right after it (None: not enough bytes yet)."""
+        t0, t1, start, end = struct.unpack_from(">BB2xII", self.buf, i)
+        if not (t0 and t1 and start < end and end - start < self.MAX_RUN):
+            return False
+        first = i + lay.MCE_SIZE
+        if len(self.buf) < first + lay.HEADER_SIZE:
+            return None
+        frame_end = first - start % lay.FRAME_SIZE + lay.FRAME_SIZE
+        return self.reader._header_ok(self.buf, first, first + end - start + 1, frame_end)[0]
 
     def finish(self) -> Iterator[MonRecord | Damage]:
         left = len(self.buf) - self.pos
@@ -320,8 +336,7 @@ class MonreaderStream:
 
     def _next_mce(self, start: int) -> int:
         for i in range(start, len(self.buf) - lay.MCE_SIZE + 1):
-            t0, t1, s, e = struct.unpack_from(">BB2xII", self.buf, i)
-            if t0 and t1 and s < e and e - s < self.MAX_RUN:
+            if self._mce(i) is not False:  # plausible, or to be judged when more bytes came
                 return i
         return max(len(self.buf) - lay.MCE_SIZE + 1, start)
 
