@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from fleetperf.ingest import validate
+
 _KEY_VALUE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _ADAPTER_NAMES = re.compile(r"^\s*adapter_names\s+(\S+)")
 # lparstat -i key -> curated attribute
@@ -74,10 +76,12 @@ class HostConfigBuilder:
 
     @property
     def interval_s(self) -> float:
-        try:
-            return float(self.meta.get("interval", "0"))
-        except ValueError:
+        """AAA,interval in seconds; 0 when absent or not a plausible interval (ingest/validate.py)."""
+        text = self.meta.get("interval", "0").strip().encode("utf-8", "replace")
+        value = validate.parse_number(text) if text else 0.0
+        if isinstance(value, str) or validate.out_of_range(value, validate.Kind.NON_NEGATIVE):
             return 0.0
+        return value
 
     def texts(self) -> dict[str, str]:
         return {key: "\n".join(lines) for key, lines in self.text.items()}

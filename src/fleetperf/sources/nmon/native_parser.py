@@ -147,7 +147,6 @@ class NativeNmonParser:
         self.snapshots_emitted = 0
         self.values_emitted = 0
         self._pending_config: Emitted | None = None
-        self._key = self.lines.host_id
 
     @property
     def host_id(self) -> str:
@@ -239,18 +238,17 @@ class NativeNmonParser:
     def _context(self) -> tuple[list[str], list[float]]:
         """What the scanner writes into every record; asked whenever AAA lines may have changed it."""
         lines = self.lines
-        self._key = lines.host_id  # the records' Kafka key, kept with the host_id they carry
-        return [self._key, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
+        # host_id first: the scanner also takes it as the Kafka key of the snapshot's records
+        return [lines.host_id, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
         if kind == "snapshot":
-            _, number, values, snapshot, cpu, position = event
+            _, number, values, snapshot, cpu, position, key = event
             if position < self.resume_from:
                 return
             self.snapshots_emitted += 1
             self.values_emitted += values
-            key = self._key
             if cpu is not None:
                 yield Emitted("cpu_samples", {}, key=key, snapshot=number, encoded=cpu)
             yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)

@@ -846,7 +846,9 @@ impl Scanner {
         };
         let snapshot = record(&self.snapshot_plan);
         let cpu = if snap.cpu_any { Some(record(&self.cpu_plan)) } else { None };
-        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu, snap.first_offset);
+        // the Kafka key is the host_id the records carry (context string 0), as of this snapshot
+        let key = self.context.strings.first().map_or("", |k| k.as_str());
+        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu, snap.first_offset, key);
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
     }
 
