@@ -139,3 +139,24 @@ def test_fuzzed_files_followed_live_never_raise(sources: list[tuple[str, bytes]]
                     raise AssertionError(f"seed {SEED + 1}, {name}: {what}: {exc}") from exc
             file_time = open_bytes(data).header.ust_time
             assert_published_in_range(published, file_time)
+
+
+def test_fuzzed_files_streamed_through_a_small_window_read_as_whole_bytes(
+    sources: list[tuple[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleetperf.sources.sysstat import reader
+    from fleetperf.sources.sysstat.records import records_of_file
+
+    monkeypatch.setattr(reader, "CHUNK", 256)
+    monkeypatch.setattr(reader, "KEEP", 512)
+    rng = random.Random(SEED + 2)
+    path = tmp_path / "sa26"
+    for name, data in sources:
+        for what, mutate in _mutations(data, rng)[:60]:
+            damaged = mutate(bytearray(data))
+            path.write_bytes(damaged)
+            whole = [{k: v for k, v in e.record.items() if k != "detected_at"}
+                     for e in records_of_bytes(damaged, str(path), Options())]  # fmt: skip
+            streamed = [{k: v for k, v in e.record.items() if k != "detected_at"}
+                        for e in records_of_file(path, Options())]  # fmt: skip
+            assert streamed == whole, f"seed {SEED + 2}, {name}: {what}"

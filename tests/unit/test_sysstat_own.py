@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -191,3 +192,67 @@ def test_a_poison_file_in_live_mode_is_reported_once_and_left(tmp_path: Path) ->
     first = list(tail.poll())
     assert [e.topic_key for e in first] == ["dead_letters"] and "0x2170" in first[0].record["error"]
     assert list(tail.poll()) == []
+
+
+def grown(data: bytes, copies: int) -> bytes:
+    """The own recording with its statistics records repeated `copies` times, each copy after a RESTART
+    record (the counters start again, as after a reboot) and 5 s later than the one before, hh:mm:ss
+    following (a file as long as wanted, of good intervals only)."""
+    body = [data[a:b] for a, b in zip(RECORDS, (*RECORDS[1:], len(data)), strict=True)]
+    out = [data[: RECORDS[0]]]
+    for c in range(copies):
+        for i, rec in enumerate(body):
+            uptime, ust = struct.unpack_from("<QQ", rec, 0)
+            t = time.gmtime(ust + c * 5)
+            if i == 0 and c:  # a RESTART 1 s before the copy's first record: type 2, then the CPU count
+                r = time.gmtime(ust + c * 5 - 1)
+                out.append(struct.pack("<QQI4Bi", uptime - 100, ust + c * 5 - 1, 0, 2, r.tm_hour, r.tm_min,
+                                       r.tm_sec, 3))  # fmt: skip
+            head = (
+                struct.pack("<QQ", uptime, ust + c * 5) + rec[16:20] + bytes([rec[20], t.tm_hour, t.tm_min, t.tm_sec])
+            )
+            out.append(head + rec[24:])
+    return b"".join(out)
+
+
+def _strip(emitted: list[Emitted]) -> list[dict]:
+    return [{k: v for k, v in e.record.items() if k != "detected_at"} for e in emitted]
+
+
+def test_a_file_read_through_a_small_window_gives_what_the_whole_bytes_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleetperf.sources.sysstat import reader
+    from fleetperf.sources.sysstat.records import records_of_file
+
+    data = bytearray(grown(OWN.read_bytes(), 30))
+    stats = [r.offset for r in open_bytes(bytes(data)).records() if r.kind == "stats"]
+    data[stats[41] + 8] ^= 0x01  # the seconds of a record's time: a dead letter, the record skipped
+    path = tmp_path / "sa-grown"
+    path.write_bytes(bytes(data))
+    whole = _strip(list(records_of_bytes(bytes(data), str(path), Options())))
+    monkeypatch.setattr(reader, "CHUNK", 100)  # the window slides many times inside every record
+    monkeypatch.setattr(reader, "KEEP", 300)
+    streamed = _strip(list(records_of_file(path, Options())))
+    assert streamed == whole
+    assert sum(1 for r in whole if "error" in r) == 1 and len(whole) > 1000
+
+
+def test_memory_stays_flat_with_the_file_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracemalloc
+
+    from fleetperf.sources.sysstat import reader
+    from fleetperf.sources.sysstat.records import records_of_file
+
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)  # a smaller window than the default 1 MB + 1 MB,
+    monkeypatch.setattr(reader, "KEEP", 64 << 10)  # so that files of a few MB show whether it slides
+    peaks = []
+    for copies in (100, 400):  # 1.7 MB and 6.9 MB
+        path = tmp_path / f"sa-{copies}"
+        path.write_bytes(grown(OWN.read_bytes(), copies))
+        tracemalloc.start()
+        n = sum(1 for _ in records_of_file(path, Options()))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert n > copies * 3 * 10
+    assert peaks[1] < 1 << 20 and peaks[1] < peaks[0] * 1.25, peaks

@@ -8,10 +8,11 @@ every record before it is kept, and the reader looks for the next plausible reco
 from __future__ import annotations
 
 import copy
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from fleetperf.sources.sysstat import layouts as lay
 
@@ -151,15 +152,30 @@ def _cstr(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-class SaFile:
-    """One sysstat data file held in memory (a day of 10-minute samples is tens of kB)."""
+CHUNK = 1 << 20  # bytes read from a file at a time
+KEEP = 1 << 20  # bytes before the current record dropped from the window once this many are behind
 
-    def __init__(self, data: bytes, path: str = "", hz: int | None = None) -> None:
-        self.data = data
+
+class SaFile:
+    """One sysstat data file, read through a window: `data` holds the bytes from file offset `_base`
+    on; parsing works with offsets relative to it and `records()` reports file offsets. Given bytes, the
+    window is the whole file; given an open file, it slides: memory stays at about the largest record
+    plus 2 MB whatever the file's size."""
+
+    def __init__(self, data: bytes | BinaryIO, path: str = "", hz: int | None = None) -> None:
+        self._handle: BinaryIO | None = None
+        self._base = 0
+        if isinstance(data, bytes | bytearray | memoryview):
+            self.data = bytes(data)
+            self._size = len(self.data)
+        else:
+            self._handle = data
+            self._size = os.fstat(data.fileno()).st_size
+            self.data = data.read(min(self._size, CHUNK))
         self.path = path
         # jiffies per second of the host of an old file (not recorded before 0x2175); sadf -c assumes 100
         self.hz_for_old = hz or 100
-        little = len(data) >= 2 and struct.unpack_from("<H", data, 0)[0] == lay.SYSSTAT_MAGIC
+        little = len(self.data) >= 2 and struct.unpack_from("<H", self.data, 0)[0] == lay.SYSSTAT_MAGIC
         e = "<" if little else ">"
         self._e = e
         self._problems: list[Problem] = []
@@ -194,13 +210,21 @@ class SaFile:
             return self._header_2175(e, order, version)
         return self._header_old(fmt_magic, e, order, version)
 
-    def _need(self, offset: int, size: int, what: str) -> None:
+    def _need(self, offset: int, size: int, what: str) -> bytes:
+        """The window, holding `size` bytes at `offset` (relative), read from the file if need be."""
         if offset + size > len(self.data):
-            raise FormatError(offset, f"end of file inside the {what} (needs {size} bytes)", truncated=True)
+            if self._base + offset + size > self._size or self._handle is None:
+                # checked against the file's size first: a damaged count never makes us read gigabytes
+                raise FormatError(offset, f"end of file inside the {what} (needs {size} bytes)", truncated=True)
+            self._handle.seek(self._base + len(self.data))
+            more = self._handle.read(max(offset + size - len(self.data), CHUNK))
+            self.data += more
+            if offset + size > len(self.data):  # the file shrank under us
+                raise FormatError(offset, f"end of file inside the {what} (needs {size} bytes)", truncated=True)
+        return self.data
 
     def _header_2175(self, e: str, order: str, version: str) -> FileHeader:
-        d = self.data
-        self._need(0, lay.NEW_FILE_MAGIC_SIZE, "file magic")
+        d = self._need(0, lay.NEW_FILE_MAGIC_SIZE, "file magic")
         header_size, upgraded, hull, hul, hu = struct.unpack_from(e + "5I", d, 8)
         if not 0 < header_size <= lay.MAX_FILE_HEADER_SIZE:
             raise FormatError(8, f"file header size {header_size} out of range")
@@ -209,7 +233,7 @@ class SaFile:
         if (hull, hul) != (1, 1) or not 11 <= hu <= 64 or 16 + 4 * hu + 3 + 4 * lay.UTSNAME_LEN > header_size:
             raise FormatError(16, f"file header of {header_size} bytes described as {hull}/{hul}/{hu} fields")
         h = lay.NEW_FILE_MAGIC_SIZE
-        self._need(h, header_size, "file header")
+        d = self._need(h, header_size, "file header")
         ust_time = struct.unpack_from(e + "Q", d, h)[0]
         ints = struct.unpack_from(e + f"{hu}I", d, h + 16)
         cpu_nr, act_nr = ints[0], ints[1]
@@ -239,7 +263,7 @@ class SaFile:
         off = h + header_size
         activities = []
         for i in range(act_nr):
-            self._need(off, act_size, f"description of activity {i + 1}")
+            d = self._need(off, act_size, f"description of activity {i + 1}")
             aid, magic, nr, nr2, has_nr, size = struct.unpack_from(e + "IIiiii", d, off)
             types = struct.unpack_from(e + "3I", d, off + 24)
             self._check_activity(off, aid, nr, nr2, size)
@@ -293,7 +317,7 @@ class SaFile:
         h = lay.OLD_FILE_MAGIC_SIZE[fmt_magic]
         pos = lay.OLD_HEADER[fmt_magic]
         c = h + pos["day"]
-        self._need(h, pos["day"] + 4 + 4 * lay.UTSNAME_LEN, "file header")
+        d = self._need(h, pos["day"] + 4 + 4 * lay.UTSNAME_LEN, "file header")
         sizeof_long = d[c + 3]
         if sizeof_long not in (4, 8):
             raise FormatError(c + 3, f"sizeof(long) {sizeof_long} is neither 4 nor 8")
@@ -311,7 +335,7 @@ class SaFile:
         off = h + header_size
         activities = []
         for i in range(act_nr):
-            self._need(off, lay.OLD_FILE_ACTIVITY_SIZE, f"description of activity {i + 1}")
+            d = self._need(off, lay.OLD_FILE_ACTIVITY_SIZE, f"description of activity {i + 1}")
             aid, magic, nr, nr2, size = struct.unpack_from(e + "IIiii", d, off)
             self._check_activity(off, aid, nr, nr2, size)
             fields = lay.ALIGNED.get((aid, magic))
@@ -340,8 +364,8 @@ class SaFile:
     def _skip_extra(self, off: int) -> int:
         """Skip an extra_desc chain (structures later sysstat versions may add)."""
         while True:
-            self._need(off, 24, "extra structure description")
-            extra_nr, extra_size, extra_next = struct.unpack_from(self._e + "3I", self.data, off)
+            d = self._need(off, 24, "extra structure description")
+            extra_nr, extra_size, extra_next = struct.unpack_from(self._e + "3I", d, off)
             if extra_nr > lay.MAX_EXTRA_NR or extra_size > lay.MAX_EXTRA_SIZE:
                 raise FormatError(off, f"extra structures {extra_nr}x{extra_size} out of range")
             off += 24 + extra_nr * extra_size
@@ -352,11 +376,15 @@ class SaFile:
     # --- records -------------------------------------------------------------------------------
 
     def records(self, start: int | None = None, *, complete: bool = True) -> Iterator[Record | Problem]:
-        """Records from `start` (default: the first). With complete=False (a file still being
-        written) a partial record at the end is left for the next call instead of reported."""
-        off = self.header.data_offset if start is None else start
-        end = len(self.data)
-        while off < end:
+        """Records from file offset `start` (default: the first). With complete=False (a file still
+        being written) a partial record at the end is left for the next call instead of reported."""
+        pos = self.header.data_offset if start is None else start  # file offset
+        while True:
+            self._slide(pos)
+            base = self._base  # fixed while one record is parsed: offsets below are relative to it
+            off = pos - base
+            if pos >= self._size:
+                return
             try:
                 rec = self._record(off)
             except FormatError as exc:
@@ -367,52 +395,68 @@ class SaFile:
                     resume = self._resync(off + 1)
                     if resume is None:
                         yield Problem(
-                            exc.offset, f"truncated record at offset {off}: {exc.message}", None, self._hex(off)
+                            base + exc.offset, f"truncated record at offset {pos}: {exc.message}", None, self._hex(off)
                         )
                         return
-                    yield Problem(exc.offset, f"corrupt record at offset {off}: {exc.message}", resume, self._hex(off))
-                    off = resume
+                    yield Problem(base + exc.offset, f"corrupt record at offset {pos}: {exc.message}", base + resume,
+                                  self._hex(off))  # fmt: skip
+                    pos = base + resume
                     continue
                 resume = self._resync(off + 1)
-                yield Problem(exc.offset, f"corrupt record at offset {off}: {exc.message}", resume, self._hex(off))
+                yield Problem(base + exc.offset, f"corrupt record at offset {pos}: {exc.message}",
+                              None if resume is None else base + resume, self._hex(off))  # fmt: skip
                 if resume is None:
                     return
-                off = resume
+                pos = base + resume
                 continue
             if self._clock_disagrees(self._last_stats, rec):
                 # a damaged time or uptime, or the clock stepped: the next record tells which
                 nxt = self._peek(rec.end)
-                if nxt is None and not complete and rec.end >= end - 1:
+                if nxt is None and not complete and base + rec.end >= self._size - 1:
                     return  # wait for the next record
                 if nxt is None or self._clock_disagrees(rec, nxt):
                     yield Problem(
-                        off,
-                        f"corrupt record at offset {off}: its time {rec.ust_time} and uptime {rec.uptime_cs} disagree"
+                        pos,
+                        f"corrupt record at offset {pos}: its time {rec.ust_time} and uptime {rec.uptime_cs} disagree"
                         f" with those of the records around it; record skipped",
-                        rec.end,
+                        base + rec.end,
                         self._hex(off),
                     )
-                    off = rec.end
+                    pos = base + rec.end
                     continue
+            rec.offset, rec.end = pos, base + rec.end
             self._accept(rec)
             rec.real_clock = self._seconds_agree
             yield rec
-            off = rec.end
+            pos = rec.end
+
+    def _slide(self, pos: int) -> None:
+        """Drop the window's bytes well before file offset `pos` (a file source only)."""
+        if self._handle is None:
+            return
+        if not self._base <= pos <= self._base + len(self.data):
+            self.data, self._base = b"", pos  # somewhere else: start afresh there
+        elif pos - self._base > KEEP:
+            self.data = self.data[pos - self._base :]
+            self._base = pos
 
     def _hex(self, off: int) -> str:
         return self.data[off : off + 64].hex()
 
-    def grown(self, data: bytes) -> SaFile:
-        """The same file after sadc appended to it: header and item counts as read so far."""
+    def reopened(self, handle: BinaryIO) -> SaFile:
+        """The same file after sadc appended to it (live mode): header, item counts and the last good
+        record as read so far; the window starts empty at the end of what was read."""
         clone = copy.copy(self)
-        clone.data = data
+        clone._handle = handle
+        clone._size = os.fstat(handle.fileno()).st_size
+        clone._base, clone.data = 0, b""  # nothing held: the first record read moves the window there
         return clone
 
     def _resync(self, off: int) -> int | None:
         """Next offset (within RESYNC_WINDOW bytes) where a whole record parses and its time follows the
         last good one by at most a week."""
         last_time = self._last_time
-        for cand in range(off, min(len(self.data) - 8, off + lay.RESYNC_WINDOW)):
+        for cand in range(off, min(self._size - self._base - 8, off + lay.RESYNC_WINDOW)):
             try:
                 rec = self._record(cand)
             except (FormatError, struct.error, ValueError):
@@ -429,8 +473,8 @@ class SaFile:
         return self._record_old(off)
 
     def _record_2175(self, off: int) -> Record:
-        d, e = self.data, self._e
-        self._need(off, self._rec_size, "record header")
+        e = self._e
+        d = self._need(off, self._rec_size, "record header")
         uptime_cs, ust_time = struct.unpack_from(e + "QQ", d, off)
         n_int = self._rec_types[2]
         extra_next = self._u32.unpack_from(d, off + 16)[0] if n_int >= 1 else 0
@@ -443,7 +487,7 @@ class SaFile:
             stats, body = self._stats(body, counted=True)
             return Record("stats", off, body, uptime_cs, ust_time, stats=stats)
         if rtype == lay.R_RESTART:
-            self._need(body, 4, "restart record")
+            d = self._need(body, 4, "restart record")
             cpu_nr = self._i32.unpack_from(d, body)[0]
             if not 0 < cpu_nr <= 16384:
                 raise FormatError(body, f"restart record with {cpu_nr} CPUs")
@@ -452,7 +496,7 @@ class SaFile:
                 body = self._skip_extra(body)
             return Record("restart", off, body, uptime_cs, ust_time, cpu_nr=cpu_nr)
         if rtype == lay.R_COMMENT:
-            self._need(body, lay.MAX_COMMENT_LEN, "comment record")
+            d = self._need(body, lay.MAX_COMMENT_LEN, "comment record")
             text = _cstr(d[body : body + lay.MAX_COMMENT_LEN])
             body += lay.MAX_COMMENT_LEN
             if extra_next:
@@ -465,8 +509,8 @@ class SaFile:
         raise FormatError(off + 16 + 4 * n_int, f"unknown record type {rtype}")
 
     def _record_old(self, off: int) -> Record:
-        d, e, hdr = self.data, self._e, self.header
-        self._need(off, lay.OLD_RECORD_HEADER_SIZE, "record header")
+        e, hdr = self._e, self.header
+        d = self._need(off, lay.OLD_RECORD_HEADER_SIZE, "record header")
         uptime, uptime0 = struct.unpack_from(e + "Q8xQ", d, off)
         ust_time = struct.unpack_from(e + ("Q" if hdr.sizeof_long == 8 else "I"), d, off + 32)[0]
         rtype, hh, mm, ss = d[off + 40 : off + 44]
@@ -482,7 +526,7 @@ class SaFile:
             if hdr.format_magic == lay.FORMAT_2173:
                 # the volatile activities follow, with their new item counts
                 for _ in range(self._vol_act_nr):
-                    self._need(body, lay.OLD_FILE_ACTIVITY_SIZE, "restart record")
+                    d = self._need(body, lay.OLD_FILE_ACTIVITY_SIZE, "restart record")
                     aid, _magic, nr, _nr2, _size = struct.unpack_from(e + "IIiii", d, body)
                     body += lay.OLD_FILE_ACTIVITY_SIZE
                     if aid == lay.A_CPU and 0 < nr <= 16384:
@@ -490,7 +534,7 @@ class SaFile:
                         self._set_nr(aid, nr)
             return Record("restart", off, body, uptime_cs, ust_time, cpu_nr=cpu_nr)
         if rtype == lay.R_COMMENT:
-            self._need(body, lay.MAX_COMMENT_LEN, "comment record")
+            d = self._need(body, lay.MAX_COMMENT_LEN, "comment record")
             text = _cstr(d[body : body + lay.MAX_COMMENT_LEN])
             return Record("comment", off, body + lay.MAX_COMMENT_LEN, uptime_cs, ust_time, comment=text)
         raise FormatError(off + 40, f"unknown record type {rtype}")
@@ -556,14 +600,16 @@ class SaFile:
             nr = a.nr
             if counted and a.has_nr:
                 if off + 4 > size:
-                    self._need(off, 4, f"item count of activity {a.name}")
+                    d = self._need(off, 4, f"item count of activity {a.name}")
+                    size = len(d)
                 nr = self._i32.unpack_from(d, off)[0]
                 if not 0 <= nr <= lay.ITEM_MAX.get(a.id, lay.NR_MAX):
                     raise FormatError(off, f"activity {a.name}: item count {nr} out of range")
                 off += 4
             total = nr * a.nr2 * a.size
             if off + total > size:
-                self._need(off, total, f"statistics of activity {a.name}")
+                d = self._need(off, total, f"statistics of activity {a.name}")
+                size = len(d)
             if a.decoder is not None:
                 decode, step = a.decoder.decode, a.size
                 out[a.id] = [decode(d, off + i * step) for i in range(nr * a.nr2)]
@@ -573,3 +619,8 @@ class SaFile:
 
 def open_bytes(data: bytes, path: str = "", hz: int | None = None) -> SaFile:
     return SaFile(data, path, hz)
+
+
+def open_stream(handle: BinaryIO, path: str = "", hz: int | None = None) -> SaFile:
+    """A file read through a sliding window (bounded memory); `handle` must stay open while reading."""
+    return SaFile(handle, path, hz)

@@ -11,7 +11,7 @@ from pathlib import Path
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
 from fleetperf.sources.sysstat.rates import cpu_line, figures, parse_version
-from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes
+from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes, open_stream
 
 SOURCE = "sadc"
 MAX_INTERVAL_CS = 31 * 86400 * 100  # a longer gap between two records is damage, not an interval
@@ -224,6 +224,10 @@ def records_of_bytes(data: bytes, path: str, options: Options) -> Iterator[Emitt
     except FormatError as exc:
         yield dead_letter(SOURCE, path, 0, exc.offset, f"{Path(path).name}: {exc}", data[:64].hex())
         return
+    yield from _emitted(sa, path, options)
+
+
+def _emitted(sa: SaFile, path: str, options: Options) -> Iterator[Emitted]:
     collector = Collector(sa.header, path, options)
     yield collector.host_config()
     yield from collector.header_problems()
@@ -232,7 +236,15 @@ def records_of_bytes(data: bytes, path: str, options: Options) -> Iterator[Emitt
 
 
 def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
-    yield from records_of_bytes(path.read_bytes(), str(path), options)
+    """As records_of_bytes, reading the file through a window: memory does not grow with its size."""
+    with open(path, "rb") as handle:
+        try:
+            sa = open_stream(handle, str(path), options.hz)
+        except FormatError as exc:
+            handle.seek(0)
+            yield dead_letter(SOURCE, str(path), 0, exc.offset, f"{path.name}: {exc}", handle.read(64).hex())
+            return
+        yield from _emitted(sa, str(path), options)
 
 
 class Tail:
@@ -247,28 +259,30 @@ class Tail:
         self.failed = False  # the file cannot be read: nothing more is published from it
 
     def poll(self) -> Iterator[Emitted]:
-        data = self.path.read_bytes()
         if self.failed:
             return
-        if self.collector is None:
-            try:
-                sa = open_bytes(data, str(self.path), self.options.hz)
-            except FormatError as exc:
-                if exc.truncated:
-                    return  # the header is still being written
-                # a file we cannot read (old format, damaged header): reported once, then left alone,
-                # so following goes on with the other files
-                self.failed = True
-                yield dead_letter(SOURCE, str(self.path), 0, exc.offset, f"{self.path.name}: {exc}", data[:64].hex())
-                return
-            self.collector = Collector(sa.header, str(self.path), self.options)
-            yield self.collector.host_config()
-            yield from self.collector.header_problems()
-        else:
-            assert self.file is not None
-            sa = self.file.grown(data)
-        self.file = sa
-        for item in sa.records(self.offset, complete=False):
-            if isinstance(item, Record):
-                self.offset = item.end
-            yield from self.collector.feed(item)
+        with open(self.path, "rb") as handle:  # read from where the last poll stopped, not from the start
+            if self.collector is None:
+                try:
+                    sa = open_stream(handle, str(self.path), self.options.hz)
+                except FormatError as exc:
+                    if exc.truncated:
+                        return  # the header is still being written
+                    # a file we cannot read (old format, damaged header): reported once, then left alone,
+                    # so following goes on with the other files
+                    self.failed = True
+                    handle.seek(0)
+                    head = handle.read(64).hex()
+                    yield dead_letter(SOURCE, str(self.path), 0, exc.offset, f"{self.path.name}: {exc}", head)
+                    return
+                self.collector = Collector(sa.header, str(self.path), self.options)
+                yield self.collector.host_config()
+                yield from self.collector.header_problems()
+            else:
+                assert self.file is not None
+                sa = self.file.reopened(handle)
+            self.file = sa
+            for item in sa.records(self.offset, complete=False):
+                if isinstance(item, Record):
+                    self.offset = item.end
+                yield from self.collector.feed(item)
