@@ -36,6 +36,9 @@ def ch(embedded_path: Path):
         *minutes("F1S-1", "aix01", "physc", base, [1.5] * 10 + [0.8] * 50),
         *minutes("F1S-2", "aix02", "entc_pct", base, [50.0] * 60),
         *minutes("F1S-2", "aix02", "physc", base, [0.5] * 60),
+        # the job's vps_needed (ceil of the peak physc, no vpm_xvcpus allowance here)
+        *minutes("F1S-1", "aix01", "vps_needed", base, [2.0] * 10 + [1.0] * 50),
+        *minutes("F1S-2", "aix02", "vps_needed", base, [1.0] * 60),
         *minutes("LNXA", "LNXA", "tv_ratio", base, [1.5] * 60),
         *minutes("LNXB", "LNXB", "tv_ratio", base, [1.05] * 60),
         *minutes("F1S-1|ent8", "aix01/ent8", "lacp_hash_skew_tx", base, [2.62] * 5),
