@@ -260,3 +260,12 @@ def test_hpmstat_sniff_is_linear_and_recognises_its_output() -> None:
     started = time.monotonic()
     assert not hpmstat.sniff(b"PM_" + b"\n" * 65536 + b" \t" * 30000)
     assert time.monotonic() - started < 0.5
+
+
+def test_entstat_two_captures_in_one_file_are_not_merged_silently() -> None:
+    text = _text("entstat_all_ent8.txt")
+    records, dead = _records("entstat", text + text.replace("Packets: 121 ", "Packets: 999 "))
+    ent8 = next(r for r in records if r["adapter"] == "ent8")
+    assert ent8["tx_packets"] == 121  # the first capture's, not overwritten by the second
+    assert len(records) == 5 and len(dead) == 5
+    assert dead[0]["line"] == 28 and "second block for ent8 (two captures in one file?)" in dead[0]["error"]

@@ -110,8 +110,14 @@ def read(text: str) -> EntstatReport:
         stripped = line.strip()
         m = _BLOCK.match(line)
         if m:
-            adapter = report.adapters.setdefault(m.group(1), Adapter(m.group(1)))
             state_target, in_table = None, False
+            if m.group(1) in report.adapters:
+                # two captures in one file (or a block repeated): its counters would silently
+                # replace the first block's, and this output gives no time of its own for them
+                problem(f"second block for {m.group(1)} (two captures in one file?): its lines are skipped")
+                adapter = None
+                continue
+            adapter = report.adapters[m.group(1)] = Adapter(m.group(1))
             continue
         if adapter is None or not stripped or set(stripped) <= {"-", "=", "."}:
             continue

@@ -60,8 +60,14 @@ def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
 
 
 def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
-    """Records and dead letters of every table; raises MissingOptionError at the end when a table needed
-    an option (its message names the file, each table's line and the flag to pass)."""
+    """Records and dead letters of every table, numbered in file order (Emitted.snapshot: the
+    position a re-run resumes after); raises MissingOptionError at the end when a table needed an
+    option (its message names the file, each table's line and the flag to pass)."""
+    for n, emitted in enumerate(_records(scan, options), start=1):
+        yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
+
+
+def _records(scan: Scan, options: Options) -> Iterator[Emitted]:
     name = Path(scan.path).name
     for problem in scan.problems:
         yield dead_letter(SOURCE, scan.path, problem.line, problem.offset, problem.message, _bytes(problem.raw))
