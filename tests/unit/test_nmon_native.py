@@ -113,6 +113,23 @@ def test_every_corpus_file_gives_the_reference_records(corpus: Path) -> None:
         assert {e[0] for e in got} >= {"nmon_snapshots", "cpu_samples", "host_configs"}, path.name
 
 
+TESTDATA = Path(__file__).resolve().parents[2] / "src" / "fleetperf" / "sources" / "nmon" / "testdata"
+
+
+def test_every_own_test_file_gives_the_reference_records() -> None:
+    """The project's own files (testdata/README.md: classic dateless, spliced, cut, damaged,
+    absurd values...) as wholes and in random chunks of 1-40 bytes."""
+    files = sorted(TESTDATA.glob("*.nmon"))
+    assert len(files) >= 9
+    rng = random.Random(13)
+    for path in files:
+        want = [comparable(e) for e in reference_parse(path)]
+        assert [comparable(e) for e in native_parser.parse_file(path)] == want, path.name
+        chunks = [rng.randint(1, 40) for _ in range(path.stat().st_size)]
+        assert [comparable(e) for e in native_records(path, chunks)] == want, path.name
+        assert {w[0] for w in want} & {"nmon_snapshots", "dead_letters"}, path.name
+
+
 def test_quirks_in_random_chunks(tmp_path: Path) -> None:
     path = tmp_path / "quirks.nmon"
     path.write_bytes(QUIRKS.encode())

@@ -166,3 +166,100 @@ def test_rows_name_a_shared_entity_or_metric_once(corpus: Path) -> None:
     for snap in snaps:
         for r in snap["rows"]:
             assert len(list(nmon_row_values(r))) == len(r["values"])
+
+
+# The same assertions on the project's own files (src/fleetperf/sources/nmon/testdata/, README.md
+# there), so a clone without the third-party corpus checks them too. Expected values are the
+# numbers written in those files (file and line cited).
+
+TESTDATA = Path(__file__).resolve().parents[2] / "src" / "fleetperf" / "sources" / "nmon" / "testdata"
+
+
+def test_own_aix_lpar_physc_and_entitlement() -> None:
+    good, bad = records(TESTDATA / "powerlpar_topas.nmon")
+    assert bad == [] and len(good) == 3
+    t2 = next(r for r in good if r["origin_snapshot"] == "T0002")
+    # powerlpar_topas.nmon line 40: LPAR,T0002,2.215,4,16,32,1.50,128,0.00,...
+    assert (t2["physc"], t2["entitled"], t2["virtual_cpus"]) == (2.215, 1.50, 4)
+    assert (t2["pool_cpus"], t2["pool_idle"]) == (32.0, 0.0)
+    # line 39: CPU_ALL,T0002,32.1,21.4,0.1,44.4,,16 under "User%  ,Sys%  ,..." (blanks stripped)
+    assert (t2["user_pct"], t2["sys_pct"], t2["wait_pct"], t2["idle_pct"], t2["cpus"]) == (32.1, 21.4, 0.1, 44.4, 16)
+    assert t2["steal_pct"] is None
+    assert t2["host_id"] == "78ABC12-9" and t2["hostname"] == "powerlpar"
+    assert good[0]["ts"] == ms("2024-03-05 08:05:00") and t2["interval_s"] == 300.0
+
+
+def test_own_linux_steal_column_and_quirks() -> None:
+    out = by_topic(TESTDATA / "linuxvm_nmon16.nmon")
+    good, bad = out["cpu_samples"], out["dead_letters"]
+    # -1 in PROC/MEM, a negative VM delta, DISKBUSY 101.0 and -nan in JFSFILE are no errors
+    assert bad == []
+    # 5 ZZZZ lines, the last one with no data after it
+    assert len(good) == 4 and {r["host_id"] for r in good} == {"linuxvm"}
+    t3 = next(r for r in good if r["origin_snapshot"] == "T0003")
+    # linuxvm_nmon16.nmon line 50: CPU_ALL,T0003,18.5,3.0,0.5,75.5,1.5,,2
+    assert (t3["user_pct"], t3["sys_pct"], t3["wait_pct"], t3["idle_pct"], t3["steal_pct"], t3["cpus"]) == (
+        18.5,
+        3.0,
+        0.5,
+        75.5,
+        1.5,
+        2,
+    )
+    assert t3["ts"] == ms("2022-09-18 12:01:02")
+    snap = next(s for s in out["nmon_snapshots"] if s["origin_snapshot"] == "T0003")
+    rows = {r["section"]: r for r in snap["rows"]}
+    assert rows["DISKBUSY"]["values"] == [101.0, 0.0, 6.0, None]  # line 55; the trailing comma: an empty cell
+    assert rows["JFSFILE"]["values"] == [41.2, 22.0, None, None]  # line 56: -nan is no value
+    assert rows["PROC"]["values"][3] == -1.0  # line 53: nmon's "not available" is kept as written
+
+
+def test_own_nmon13_has_no_steal_column() -> None:
+    good, bad = records(TESTDATA / "oldbox_nmon13.nmon")
+    assert bad == [] and len(good) == 3
+    assert {r["steal_pct"] for r in good} == {None}
+    assert good[0]["user_pct"] == 1.5 and good[0]["cpus"] == 2  # line 13: CPU_ALL,T0001,1.5,1.0,0.0,96.5,,2
+
+
+def test_own_gzip_input_and_time_zone(tmp_path: Path) -> None:
+    src = TESTDATA / "linuxvm_nmon16.nmon"
+    gz = tmp_path / "linuxvm.nmon.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    plain, _ = records(src)
+    packed, _ = records(gz, tz=ZoneInfo("Europe/Berlin"))
+    assert len(packed) == len(plain) == 4
+    # the same wall clock in Berlin (UTC+2 in September) is two hours earlier in UTC
+    assert plain[0]["ts"] - packed[0]["ts"] == 2 * 3600 * 1000
+
+
+def test_own_rows_name_a_shared_entity_or_metric_once() -> None:
+    from fleetperf.warehouse.rows import nmon_row_values
+
+    snaps = by_topic(TESTDATA / "powerlpar_topas.nmon")["nmon_snapshots"]
+    t2 = next(s for s in snaps if s["origin_snapshot"] == "T0002")
+
+    def row(section: str, entity: str | None = None) -> dict:
+        return next(r for r in t2["rows"] if r["section"] == section and (entity is None or entity in r["entities"]))
+
+    # line 38: CPU01,T0002,32.5,20.0,0.2,46.3 under CPU01,CPU 1 powerlpar,User%,Sys%,Wait%,Idle%
+    cpu = row("CPU", "1")
+    assert (cpu["entities"], cpu["metrics"]) == (["1"], ["User%", "Sys%", "Wait%", "Idle%"])
+    assert list(nmon_row_values(cpu))[1] == ("1", "Sys%", 20.0)
+    # line 43: DISKBUSY,T0002,0.0,0.2,1.7 under DISKBUSY,Disk %Busy powerlpar,hdisk2,hdisk0,hdisk1
+    disk = row("DISKBUSY")
+    assert disk["metrics"] == ["DISKBUSY"] and disk["entities"] == ["hdisk2", "hdisk0", "hdisk1"]
+    assert list(nmon_row_values(disk))[2] == ("hdisk1", "DISKBUSY", 1.7)
+    # line 42: NET,T0002,1.5,2.0,0.5,1.0 under en0-read-KB/s,en1-read-KB/s,...: parallel lists
+    net = row("NET", "en0")
+    assert len(net["entities"]) == len(net["metrics"]) == len(net["values"]) == 4
+    assert list(nmon_row_values(net))[1] == ("en1", "read-KB/s", 2.0)
+    # line 41: MEMNEW,T0002,30.1,60.7,...: host-wide
+    mem = row("MEMNEW")
+    assert mem["entities"] == [""] and list(nmon_row_values(mem))[1] == ("", "FScache%", 60.7)
+    # line 44: TOP,520342,T0002,2.40,2.00,0.40,12,...,oracle,Unclassified
+    top = row("TOP", "520342 oracle")
+    assert top["entities"] == ["520342 oracle"] and top["labels"]["WLMclass"] == "Unclassified"
+    assert ("520342 oracle", "Threads", 12.0) in list(nmon_row_values(top))
+    for snap in snaps:
+        for r in snap["rows"]:
+            assert len(list(nmon_row_values(r))) == len(r["values"])
