@@ -15,7 +15,10 @@ OPTIONS = (
     Option(("--hz",), {"type": int, "help": "sadc: jiffies per second of the host of a pre-11.7 file (default 100)"}),
     Option(
         ("--sar-version",),
-        {"help": "sadc: reproduce this sar's definitions, e.g. 12.6 (memused); default: sar 12.7 and later"},
+        {
+            "help": "sadc: reproduce this sar's definitions, e.g. 12.7.8 (memused); default: those of the sysstat"
+            " version that wrote the file"
+        },
     ),
     Option(("--sadc-host-id",), {"help": "sadc: host_id for the file's records (default: the nodename it records)"}),
 )
@@ -23,7 +26,7 @@ OPTIONS = (
 
 def options_of(opts: argparse.Namespace) -> sadc.Options:
     version = getattr(opts, "sar_version", None)
-    sar = tuple(int(x) for x in version.split(".")[:2]) if version else None
+    sar = tuple(int(x) for x in version.split(".")[:3]) if version else None
     return sadc.Options(
         host_id=getattr(opts, "sadc_host_id", None), hz=getattr(opts, "hz", None), **({"sar": sar} if sar else {})
     )
