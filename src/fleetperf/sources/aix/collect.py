@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from fleetperf.ingest import validate
 from fleetperf.ingest.identity import HostIdentity
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.aix import entstat, hpmstat
@@ -23,9 +24,6 @@ from fleetperf.sources.aix.records import hpm_records, net_port_records, report_
 
 # a capture of hpmstat or entstat output is a few kB; anything this large is something else
 MAX_FILE_BYTES = 64 * 1024 * 1024
-# plausible capture times (as fleetperf.ingest.validate): not before 1990, not a day in the future
-_EARLIEST_MS = 631152000000
-_AHEAD_MS = 86_400_000
 
 
 def from_text(kind: str, text: str, who: HostIdentity, ts_ms: int, origin: str) -> Iterator[Emitted]:
@@ -33,8 +31,9 @@ def from_text(kind: str, text: str, who: HostIdentity, ts_ms: int, origin: str) 
     ts_ms is the end of the (last) report. Raises CommandOutputError when nothing can be read."""
     if not text.strip():
         raise CommandOutputError(0, f"empty {kind} output", "")
-    if not _EARLIEST_MS <= ts_ms <= time.time() * 1000 + _AHEAD_MS:
-        raise CommandOutputError(0, f"time {ts_ms} ms is not plausible for a capture: pass --ts", "")
+    why = validate.timestamp_problem(ts_ms)
+    if why:
+        raise CommandOutputError(0, f"capture time {ts_ms} ms is {why}: pass --ts", "")
     if kind == "hpmstat":
         out = hpmstat.read(text)
         problems = list(out.problems)

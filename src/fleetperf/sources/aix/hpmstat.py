@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from fleetperf.ingest import validate
 from fleetperf.sources.aix.errors import MAX_LINE, CommandOutputError, Problem, counter, numbered
 
 _FIELDS = {
@@ -23,8 +24,6 @@ _FIELDS = {
     "Normalization base",
 }
 _EVENT = re.compile(r"PM_[A-Z0-9_]+\Z")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
-_MAX_NUMBER_CHARS = 64
 
 
 @dataclass
@@ -131,14 +130,15 @@ def _derived_line(sample: HpmSample, group: str, line: str) -> str | None:
         return "derived metric line is not '[flags] label : value'"
     token = rest.split(None, 1)[0] if rest.strip() else ""
     name = f"{group}/{label}"
-    if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.match(token):
-        return f"derived metric {name!r} is not a number: left out"
-    value = float(token)
-    if not math.isfinite(value):
-        return f"derived metric {name!r} is not a finite number: left out"
-    if value < 0:
-        # hpmstat's derived metrics are rates, ratios and percentages
-        return f"derived metric {name!r} is negative: left out"
+    if not token:
+        return f"derived metric {name!r} has no value: left out"
+    value = validate.parse_number(token.encode("utf-8", "replace"))
+    if isinstance(value, str):
+        return f"derived metric {name!r} {value}: left out"
+    # hpmstat's derived metrics are rates, ratios and percentages: never negative
+    why = validate.out_of_range(value, validate.Kind.NON_NEGATIVE)
+    if why:
+        return f"derived metric {name!r} {why}: left out"
     sample.derived[name] = value
     return None
 
@@ -152,9 +152,9 @@ def _set_field(sample: HpmSample, key: str, value: str) -> str | None:
         sample.counting_mode = value[:200]
     elif key in ("Counting duration", "Execution time (wall clock time)"):
         number, _, unit = value.partition(" ")
-        if unit.strip() not in ("second", "seconds") or len(number) > _MAX_NUMBER_CHARS or not _NUMBER.match(number):
+        seconds = validate.parse_number(number.encode("utf-8", "replace")) if number else "empty"
+        if unit.strip() not in ("second", "seconds") or isinstance(seconds, str):
             return f"{key} is not in seconds"
-        seconds = float(number)
         # a counting period is positive and shorter than a year (the counting duration is summed
         # over the CPUs: up to 1024 of them)
         longest = 366 * 86400 * (1024 if key == "Counting duration" else 1)

@@ -1,5 +1,6 @@
-"""Plausibility limits of the values the Toolkit records publish (kept local: the shared
-`fleetperf.ingest.validate` did not exist when this was written; move the generic part there once it does).
+"""Plausibility limits of the values the Toolkit records publish: the shared rules of
+`fleetperf.ingest.validate` (finite, percentage tolerance, plausible timestamps) plus the limits of
+what a Toolkit report describes (guest CPUs, Avro int fields, shares).
 
 A value outside its limits is not published: the field becomes null and a dead letter names file,
 line and field. The limits are wide on purpose: they catch what cannot be (a non-finite number, a
@@ -9,25 +10,15 @@ busy percentage of 250, a 400-digit figure), never a busy but real system.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
 
-# Report figures are rounded: a percentage of one engine may print a little over 100.
-PCT_TOLERANCE = 0.5
+from fleetperf.ingest.validate import PERCENT_TOLERANCE as PCT_TOLERANCE
+
 # A z/VM guest has at most 64 virtual processors; a z/VM system at most a few hundred logical ones.
 MAX_GUEST_CPUS = 64
 MAX_SYSTEM_CPUS = 256
 MAX_RATE = 1e9  # I/O, paging, spool operations per second
 MAX_COUNT = 1e6  # users
 PCT = (0.0, 100.0 + PCT_TOLERANCE)
-
-# Published timestamps: as fleetperf.ingest.validate (nmon helper): not before 1990, nothing is from the future
-# nor more than a day in the future (clock skew).
-EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
-
-
-def latest() -> datetime:
-    return datetime.now(UTC) + timedelta(days=1)
-
 
 # field -> (low, high), both inclusive
 LIMITS: dict[str, tuple[float, float]] = {

@@ -13,6 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from fleetperf.ingest.records import Emitted, dead_letter
+from fleetperf.ingest.validate import timestamp_problem
 from fleetperf.sources.perfkit import checks
 from fleetperf.sources.perfkit.parser import Row, Scan, Table, scan_file
 
@@ -161,9 +162,11 @@ def clock_seconds(text: str | None) -> int | None:
 def _ms(day: date, seconds: float, tz: tzinfo) -> int:
     """Epoch ms of `seconds` past midnight (wall clock) of `day`; ReportError when implausible."""
     at = datetime.combine(day, time(), tz) + timedelta(seconds=seconds)
-    if not checks.EARLIEST <= at <= checks.latest():
-        raise ReportError(f"time {at.isoformat()} outside the plausible range")
-    return int(at.timestamp() * 1000)
+    ms = int(at.timestamp() * 1000)
+    why = timestamp_problem(ms)
+    if why:
+        raise ReportError(f"time {at.isoformat()} {why}")
+    return ms
 
 
 def _snapshot_time(ctx: _Ctx) -> tuple[int, float | None]:
