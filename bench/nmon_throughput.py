@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from fastavro import parse_schema, schemaless_writer  # noqa: E402
 
@@ -117,7 +117,7 @@ def to_kafka(paths: list[Path], producer: object) -> dict[str, float]:
 def peak_rss_of_ingest(path: Path) -> float:
     """Peak RSS of a fresh process publishing one file to Kafka (parser + producer queue)."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        f"import sys; sys.path[:0] = [{str(ROOT / 'src')!r}, {str(ROOT)!r}]\n"
         "from fleetperf import config\nfrom fleetperf.ingest.publish import ingest\nfrom datetime import UTC\n"
         f"ingest(config.load(), [{str(path)!r}], UTC, force=True, progress=False)\n"
         f"{_PEAK}"
@@ -128,7 +128,7 @@ def peak_rss_of_ingest(path: Path) -> float:
 
 def peak_rss_of_parse(path: Path, parser: str) -> float:
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        f"import sys; sys.path[:0] = [{str(ROOT / 'src')!r}, {str(ROOT)!r}]\n"
         "from fleetperf.sources.nmon.parser import parse_file as python\n"
         "from fleetperf.sources.nmon.native_parser import parse_file as native\n"
         "from pathlib import Path\n"

@@ -1,118 +1,140 @@
-"""sadc collector throughput per core, side by side with sysstat's own `sadf -j` on the same files
-in the same run: the corpus files, a file recorded here now, and a large file built from it (its
-statistics records repeated with advancing uptime and time). Ours: decode + sar's figures + the Avro
-record dicts (what `fleetperf parse sadc` / `ingest` do before the producer), and the same as JSON
-lines (what sadf -j does). Each runs in one process on one core; figures are best of --repeat."""
+"""sadc collector beside sysstat's own `sadf -j FILE -- -A`, same files, same run, CPU seconds (user +
+system) of a fresh process each, median of --repeat runs, start-up included: what a user sees who types
+either command. Files:
+
+* daily: a file recorded here now by Debian's sadc (`sadc -S XALL 1 SAMPLES`), by default 144 records,
+  the records of a day sampled every 10 minutes (sampled every second, to have it in minutes);
+* large: that file's records repeated --copies times, each copy after a RESTART record and later in time
+  (counters start again as after a reboot: every interval a good one), tens of MB;
+* the corpus's readable files, when ../shared/corpus is present.
+
+Columns: `parse sadc` (`python -m fleetperf.cli.main parse sadc FILE`, JSON lines to /dev/null), its
+start-up alone (the same on a 1-record file), the reader in-process (records_of_file + json.dumps, no
+start-up), `sadf -j -- -A`, and the peak RSS of both commands on that file."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 
 from fleetperf.sources.sysstat.reader import Record, open_bytes  # noqa: E402
-from fleetperf.sources.sysstat.records import Options, records_of_bytes  # noqa: E402
-from fleetperf.stack import install  # noqa: E402
+from fleetperf.sources.sysstat.records import Options, records_of_file  # noqa: E402
 
+SADC = Path("/usr/lib/sysstat/sadc")
+SADF = Path("/usr/bin/sadf")
 CORPUS = ROOT.parent / "shared" / "corpus" / "sysstat" / "binary"
 READABLE = ("data-9.1.6", "data-10.3.1", "data-11.6.5", "data-12.0.0", "data-ppc-11.7.2", "data-extra-12.1.7")
+ENV = {**os.environ, "LC_ALL": "C", "TZ": "UTC", "PYTHONPATH": str(ROOT / "src")}
 
 
 def grow(source: Path, copies: int, target: Path) -> Path:
-    """`source` (a 0x2175 little-endian file) with its statistics records repeated `copies` times,
-    uptime and time advanced by the recorded interval each copy, so every record is a new interval."""
+    """`source` (0x2175, little-endian, a record header with extra_next) with its statistics records
+    repeated `copies` times, each copy after a RESTART record, times and hh:mm:ss advanced."""
     data = source.read_bytes()
     sa = open_bytes(data)
     stats = [r for r in sa.records() if isinstance(r, Record) and r.kind == "stats"]
-    step_cs = stats[-1].uptime_cs - stats[0].uptime_cs + (stats[1].uptime_cs - stats[0].uptime_cs)
-    step_s = stats[-1].ust_time - stats[0].ust_time + (stats[1].ust_time - stats[0].ust_time)
-    body = [data[r.offset : r.end] for r in stats]
+    span = stats[-1].ust_time - stats[0].ust_time + 2
     with open(target, "wb") as out:
         out.write(data[: stats[0].offset])
         for c in range(copies):
-            for rec in body:
+            for i, r in enumerate(stats):
+                rec = data[r.offset : r.end]
                 uptime, ust = struct.unpack_from("<QQ", rec, 0)
-                out.write(struct.pack("<QQ", uptime + c * step_cs, ust + c * step_s) + rec[16:])
+                if i == 0 and c:
+                    t = time.gmtime(ust + c * span - 1)
+                    restart = struct.pack("<QQI4Bi", uptime - 100, ust + c * span - 1, 0, 2, t.tm_hour, t.tm_min,
+                                          t.tm_sec, sa.header.cpu_nr)  # fmt: skip
+                    out.write(restart)
+                t = time.gmtime(ust + c * span)
+                clock = bytes([rec[20], t.tm_hour, t.tm_min, t.tm_sec])
+                out.write(struct.pack("<QQ", uptime, ust + c * span) + rec[16:20] + clock + rec[24:])
     return target
 
 
-def _cpu_seconds() -> float:
+def child(cmd: list[str]) -> tuple[float, int]:
+    """(CPU seconds, peak RSS in kB) of one run of `cmd`, output discarded."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise RuntimeError(f"{cmd} exited with {status}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def in_process(path: Path) -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    started = r.ru_utime + r.ru_stime
+    for e in records_of_file(path, Options()):
+        json.dumps(e.record)
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime - started
 
 
-def ours(path: Path, as_json: bool) -> tuple[float, int, int]:
-    """(cpu seconds, records, values) of decoding one file."""
-    data = path.read_bytes()
-    started = _cpu_seconds()
-    records = values = 0
-    sink = 0
-    for e in records_of_bytes(data, str(path), Options()):
-        records += 1
-        if e.topic_key == "sysstat_samples":
-            values += len(e.record["metrics"])
-        if as_json:
-            sink += len(json.dumps(e.record))
-    return _cpu_seconds() - started, records, values
-
-
-def sadf(sadf_bin: Path, path: Path) -> float:
-    """CPU seconds (user + system of the child) of `sadf -j FILE -- -A`, output discarded."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([str(sadf_bin), "-j", str(path), "--", "-A"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _stats_records(path: Path) -> int:
-    return sum(1 for r in open_bytes(path.read_bytes()).records() if isinstance(r, Record) and r.kind == "stats")
+def median(runs: list[float]) -> float:
+    return statistics.median(runs)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--copies", type=int, default=2000, help="repetitions of the fresh file's records (large file)")
-    ap.add_argument("--samples", type=int, default=10, help="records of the fresh file sadc writes (1 s apart)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=144, help="records of the daily file (sadc, 1 s apart)")
+    ap.add_argument("--copies", type=int, default=80, help="copies of the daily file's records in the large file")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--work", type=Path, help="folder for the files (default: a new temporary one)")
     args = ap.parse_args()
-    sadc_bin, sadf_bin = install.sysstat()
-    work = Path(tempfile.mkdtemp(prefix="fleetperf-sadc-bench-"))
-    fresh = work / "sa-fresh"
-    subprocess.run([str(sadc_bin), "-S", "XALL", "1", str(args.samples), str(fresh)], check=True)
-    big = grow(fresh, args.copies, work / "sa-large")
-    files = [("corpus (6 readable files)", [CORPUS / n for n in READABLE]), ("fresh", [fresh]), ("large", [big])]
+    work = args.work or Path(tempfile.mkdtemp(prefix="fleetperf-sadc-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    daily = work / "sa-daily"
+    if not daily.exists():
+        print(f"recording {args.samples} samples with {SADC} ...", file=sys.stderr)
+        subprocess.run([str(SADC), "-S", "XALL", "1", str(args.samples), str(daily)], check=True)
+    large = work / f"sa-large-{args.copies}"
+    if not large.exists():
+        grow(daily, args.copies, large)
+    one = work / "sa-one"
+    if not one.exists():
+        subprocess.run([str(SADC), "-S", "XALL", "1", "1", str(one)], check=True)
+    parse = [sys.executable, "-m", "fleetperf.cli.main", "parse", "sadc"]
+    sadf = [str(SADF), "-j"]
 
-    print(f"{'input':<26} {'MB':>8} {'records':>9} {'values':>10} | {'ours rec/s':>11} {'ours MB/s':>9}"
-          f" {'ours+json MB/s':>14} | {'sadf -j MB/s':>12} {'sadf rec/s':>11}")  # fmt: skip
+    startup = median([child([*parse, str(one)])[0] for _ in range(args.repeat)])
+    print(f"start-up of `parse sadc` (1-record file): {startup:.3f} CPU s (median of {args.repeat})")
+    files = [("daily", [daily]), ("large", [large])]
+    if CORPUS.is_dir():
+        files.append(("corpus (6 readable)", [CORPUS / n for n in READABLE]))
+    print(f"{'file':<20} {'MB':>7} {'records':>8} | {'parse sadc s':>12} {'in-process s':>12} {'sadf -j -A s':>12}"
+          f" {'ratio':>6} | {'RSS parse MB':>12} {'RSS sadf MB':>11}")  # fmt: skip
     for label, paths in files:
         size = sum(p.stat().st_size for p in paths) / 1e6
-        best = best_json = best_sadf = float("inf")
-        records = values = 0
+        n = sum(1 for p in paths for r in open_bytes(p.read_bytes()).records() if isinstance(r, Record))
+        ours, mine, theirs, rss_ours, rss_theirs = [], [], [], 0, 0
         for _ in range(args.repeat):
-            t = tj = ts = 0.0
-            records = values = 0
+            t = t_in = t_sadf = 0.0
             for p in paths:
-                cpu, n, v = ours(p, False)
+                cpu, rss = child([*parse, str(p)])
                 t += cpu
-                records += n
-                values += v
-                tj += ours(p, True)[0]
-                ts += sadf(sadf_bin, p)
-            best, best_json, best_sadf = min(best, t), min(best_json, tj), min(best_sadf, ts)
-        sa_records = sum(_stats_records(p) for p in paths)
-        print(
-            f"{label:<26} {size:>8.2f} {records:>9} {values:>10} | {records / best:>11,.0f} {size / best:>9.2f}"
-            f" {size / best_json:>14.2f} | {size / best_sadf:>12.2f} {sa_records / best_sadf:>11,.0f}"
-        )
-    print(f"(files kept in {work}; 'records' = Avro records we publish, 'sadf rec/s' = file records per second;"
-          " CPU seconds of one process, i.e. per core)")  # fmt: skip
+                rss_ours = max(rss_ours, rss)
+                t_in += in_process(p)
+                cpu, rss = child([*sadf, str(p), "--", "-A"])
+                t_sadf += cpu
+                rss_theirs = max(rss_theirs, rss)
+            ours.append(t)
+            mine.append(t_in)
+            theirs.append(t_sadf)
+        o, m, s = median(ours), median(mine), median(theirs)
+        print(f"{label:<20} {size:>7.2f} {n:>8} | {o:>12.3f} {m:>12.3f} {s:>12.3f} {o / s:>6.2f} |"
+              f" {rss_ours / 1024:>12.1f} {rss_theirs / 1024:>11.1f}")  # fmt: skip
+    print(f"(files in {work}; CPU seconds of one process, i.e. per core; ratio = parse sadc / sadf)")
 
 
 if __name__ == "__main__":

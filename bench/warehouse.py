@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from fleetperf import config  # noqa: E402
 from fleetperf.warehouse.clickhouse import migrate  # noqa: E402

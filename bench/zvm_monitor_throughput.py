@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from fleetperf.sources.zvm import monitor_writer as w  # noqa: E402
 from fleetperf.sources.zvm.monitor import MonRecord, read_monwrite, read_stream, unix_us_to_tod  # noqa: E402
 from fleetperf.sources.zvm.monitor_records import Options, records_of_bytes  # noqa: E402
+from tests import zvm_writer as w  # noqa: E402
 
 
 def synthetic(guests: int, cpus: int, linux: int, intervals: int) -> list[bytes]:

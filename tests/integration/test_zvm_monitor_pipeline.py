@@ -13,7 +13,7 @@ import pytest
 
 from fleetperf.cli.sql_client import query, scalar, wait_stable
 from fleetperf.config import Settings
-from fleetperf.ingest.publish import ingest
+from fleetperf.ingest.publish import ingest, source_options
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.zvm.monitor_live import follow
 from fleetperf.sources.zvm.monitor_records import Collector, Options
@@ -40,15 +40,15 @@ def test_monitor_file_and_live_stream_give_tv_ratio(stack: Settings, tmp_path: P
     system = f"MON{uuid.uuid4().hex[:5].upper()}"
     path = tmp_path / "monitor.monwrite"
     path.write_bytes(w.monwrite_file(_fcx112_monitor_data(system)))
-    summary = ingest(stack, [str(path)], UTC, progress=False)
+    summary = ingest(stack, [str(path)], UTC, progress=False, options=source_options(zvm_unverified=True))
     assert (summary.files, summary.errors) == (1, 0)
-    assert ingest(stack, [str(path)], UTC, progress=False).skipped == 1
+    assert ingest(stack, [str(path)], UTC, progress=False, options=source_options(zvm_unverified=True)).skipped == 1
 
     live = f"LIV{uuid.uuid4().hex[:5].upper()}"
     producer = AvroProducer(stack)
     capture = _OddReads(w.monreader_stream(_fcx112_monitor_data(live)), seed=3)
     sent = 0
-    for emitted in follow(capture, Collector("capture", Options()), stop_at_end=True):
+    for emitted in follow(capture, Collector("capture", Options(unverified=True)), stop_at_end=True):
         producer.send(emitted.topic_key, emitted.record, key=emitted.key)
         sent += 1
     producer.flush()

@@ -19,6 +19,10 @@ from tests.unit.test_perfkit import DATA
 pytestmark = pytest.mark.integration
 
 
+# CPU timers count down from this value (complement form; IBM tip vm.ibm.com/perf/tips/vcputime.html)
+TIMER_START = 0x7FFFFFFF_00000000
+
+
 def _units(seconds: float) -> int:
     return round(seconds * 1e6) << 12
 
@@ -39,7 +43,8 @@ def test_tv_ratio_from_toolkit_and_monitor_records(stack: Settings, tmp_path: Pa
     producer = AvroProducer(stack)
     for userid, tcpu, vcpu in (("LNKDB2", 0.823, 0.818), ("RSCS", 0.002, 0.001)):
         for ts, (t, v) in ((end - 60_000, (50.0, 40.0)), (end, (50.0 + tcpu, 40.0 + vcpu))):
-            for e in deltas.feed(GuestCpuCounters("MONSYS", userid, ts, _units(t), _units(v), f"capture:{ts}")):
+            timers = {0: (TIMER_START - _units(t), TIMER_START - _units(v))}
+            for e in deltas.feed(GuestCpuCounters("MONSYS", userid, ts, timers, f"capture:{ts}")):
                 producer.send(e.topic_key, e.record, key=e.key)
     system = [
         e

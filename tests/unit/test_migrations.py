@@ -110,7 +110,7 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
 
     emitted = list(parse_file(corpus / "nmon" / "linux_centos7_kvm_nmon16g_small.nmon", UTC))
     emitted += list(records_of_file(corpus / "sysstat" / "binary" / "data-12.0.0", Options(host_id="sadchost")))
-    emitted += list(records_of_bytes(appldata_capture(), "capture", MonitorOptions())[0])
+    emitted += list(records_of_bytes(appldata_capture(), "capture", MonitorOptions(unverified=True))[0])
     ch = _loaded(embedded_path, "steal_test", emitted)
     nmon = ch.query(
         "SELECT DISTINCT cpu FROM cpu_steal_per_cpu_minute WHERE host_id = 'VM-12-13-centos' ORDER BY cpu"

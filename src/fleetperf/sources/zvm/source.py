@@ -16,17 +16,27 @@ from fleetperf.sources.zvm.monitor_records import Collector, Options, records_of
 HEAD = 2 * lay.FRAME_SIZE
 
 
+UNVERIFIED = Option(
+    ("--zvm-unverified",),
+    {
+        "action": "store_true",
+        "help": "zvm: also publish values from monitor fields IBM's text does not confirm (sources/zvm/README.md)",
+    },
+)
+
+
 def options_of(opts: argparse.Namespace) -> Options:
-    return Options(system=getattr(opts, "zvm_system", None))
+    return Options(system=getattr(opts, "zvm_system", None), unverified=bool(getattr(opts, "zvm_unverified", False)))
 
 
 class ZvmMonitorSource(Source):
     name = "zvm"
     summary = "z/VM CP monitor data: MONWRITE files and /dev/monreader captures, by their record headers"
     sample_topic = "zvm_guest_samples"
-    options = (ZVM_SYSTEM,)
+    options = (ZVM_SYSTEM, UNVERIFIED)
     collect_options = (
         ZVM_SYSTEM,
+        UNVERIFIED,
         Option(("--device",), {"default": "/dev/monreader", "help": "zvm: the monitor reader device"}),
         Option(("--file",), {"nargs": "+", "help": "a captured monreader stream instead of the device"}),
         Option(("--once",), {"action": "store_true", "help": "with --file: stop at its end"}),
