@@ -304,6 +304,11 @@ def test_superset_uri_goes_through_the_read_only_dialect(warehouse: config.Setti
         for attack in ("file() table function", "file() scalar", "INTO OUTFILE", "DROP TABLE", "CREATE TABLE"):
             with pytest.raises(Exception, match="read-only|READONLY"):
                 conn.execute(sqlalchemy.text(REFUSED[attack].format(victim=victim)))
+    # Superset's metadata calls (schemas, tables, columns) still work on the restricted path
+    inspector = sqlalchemy.inspect(engine)
+    assert DB in inspector.get_schema_names()
+    assert "schema_migrations" in inspector.get_table_names(schema=DB)
+    assert [c["name"] for c in inspector.get_columns("schema_migrations", schema=DB)] == ["version", "applied_at"]
     # SQL Lab runs statements on a raw DB-API cursor: the same refusal
     raw = engine.raw_connection()
     try:
