@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-try:
-    from fleetperf.sources.base import NotThisKind
-except ImportError:  # the pipeline's source interface (issue 18) not there yet
 
-    class NotThisKind(ValueError):  # type: ignore[no-redef]  # noqa: N818
-        pass
-
-
-class CommandOutputError(NotThisKind):
-    """Nothing of the output can be read (empty, not this command's output, too large): the pipeline
-    reports the file as failed and does not ledger it."""
+class CommandOutputError(ValueError):
+    """Nothing of the output can be read (empty, not this command's output, too large): raised
+    before any record is yielded; the pipeline reports the file as failed (its file errors are
+    ValueErrors) and does not ledger it."""
 
     def __init__(self, line_no: int, message: str, line: str) -> None:
         super().__init__(f"line {line_no}: {message}: {line.strip()[:120]!r}")

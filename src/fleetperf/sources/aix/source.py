@@ -4,7 +4,6 @@ Two sources in one folder because they share the error type, the records and the
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import ClassVar
 
 from fleetperf.ingest.identity import HostIdentity, local_identity
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.aix import collect
+from fleetperf.sources.aix import collect, hpmstat
 from fleetperf.sources.base import Option, Source
 
 IDENTITY = (
@@ -54,9 +53,6 @@ class _AixCommand(Source):
         return collect.run(self.kind, argv, identity(opts), opts.interval, opts.once)
 
 
-_HPM_FIELD = re.compile(rb"^\s*(Execution time \(wall clock time\)|Counting duration|Group)\s*:", re.M)
-
-
 class HpmstatSource(_AixCommand):
     name = "hpmstat"
     kind = "hpmstat"
@@ -70,7 +66,7 @@ class HpmstatSource(_AixCommand):
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
-        return bool(_HPM_FIELD.search(head)) and b"PM_" in head
+        return hpmstat.sniff(head)
 
 
 class EntstatSource(_AixCommand):

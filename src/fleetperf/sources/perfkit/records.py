@@ -17,14 +17,6 @@ from fleetperf.ingest.validate import timestamp_problem
 from fleetperf.sources.perfkit import checks
 from fleetperf.sources.perfkit.parser import Row, Scan, Table, scan_file
 
-try:
-    from fleetperf.sources.base import NotThisKind
-except ImportError:  # the pipeline's source interface (issue 18) not there yet
-
-    class NotThisKind(ValueError):  # type: ignore[no-redef]  # noqa: N818
-        pass
-
-
 SOURCE = "perfkit"
 MAX_INTERVAL_S = 86400.0  # no Toolkit interval is longer than a day
 
@@ -50,10 +42,11 @@ class ReportError(ValueError):
     a dead letter, the rest of the file goes on."""
 
 
-class MissingOptionError(ReportError, NotThisKind):
+class MissingOptionError(ReportError):
     """Tables that need an option the user did not pass (--date, --zvm-system ...). Raised by
-    records_of_scan / records_of_file after every record the file could give: the file is not done,
-    a re-run with the option reads it again (do not ledger it)."""
+    records_of_scan / records_of_file before anything of the file is yielded: the file failed as a
+    whole (the pipeline's file errors are ValueErrors), nothing of it was sent, a re-run with the
+    option reads it from the start."""
 
 
 def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
@@ -62,10 +55,13 @@ def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
 
 def records_of_scan(scan: Scan, options: Options) -> Iterator[Emitted]:
     """Records and dead letters of every table, numbered in file order (Emitted.snapshot: the
-    position a re-run resumes after); raises MissingOptionError at the end when a table needed an
-    option (its message names the file, each table's line and the flag to pass)."""
-    for n, emitted in enumerate(_records(scan, options), start=1):
-        yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
+    position a re-run resumes after). Raises MissingOptionError, before yielding anything, when a
+    table needs an option (its message names the file, each table's line and the flag to pass):
+    all or nothing, so that positions never shift between a failed run and the re-run with the
+    option. The scan holds the file's rows already; its records are built before the first yield."""
+    emitted = list(_records(scan, options))
+    for n, e in enumerate(emitted, start=1):
+        yield Emitted(e.topic_key, e.record, e.key, snapshot=n)
 
 
 def _records(scan: Scan, options: Options) -> Iterator[Emitted]:

@@ -21,7 +21,14 @@ OPTIONS = (
     Option(("--cpc",), {"help": "Toolkit FCX126: CPC identity (default: the processor type and model printed)"}),
     Option(("--date",), {"help": "Toolkit: date of the report, YYYY-MM-DD (default: the 'on yyyy/mm/dd' it prints)"}),
     Option(("--at",), {"help": "Toolkit: end of the interval, HH:MM:SS, for reports that print no interval"}),
-    Option(("--interval-seconds",), {"type": float, "help": "Toolkit: interval length of a one-row log report"}),
+    Option(
+        ("--interval-seconds",),
+        {"type": float, "help": "Toolkit: interval length of a log report (needed for one row)"},
+    ),
+    Option(
+        ("--zvm-guest",),
+        {"help": "Toolkit FCX162: the guest (userid) of a log saved without its 'Resource Usage Log for User' line"},
+    ),
 )
 
 
@@ -34,6 +41,7 @@ def options_of(opts: argparse.Namespace) -> Options:
         at=time.fromisoformat(at) if at else None,
         interval_s=getattr(opts, "interval_seconds", None),
         tz=tz_of(opts),
+        guest=getattr(opts, "zvm_guest", None),
     )
 
 
