@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from fleetperf.ingest.validate import Kind
 
@@ -104,6 +105,15 @@ class Header:
     @property
     def width(self) -> int:
         return len(self.columns)
+
+    # for the parser's fast path: positions among the numbers that must not be negative / are percentages
+    @cached_property
+    def signed(self) -> tuple[int, ...]:
+        return tuple(p for p, k in enumerate(self.kinds) if k >= Kind.NON_NEGATIVE)
+
+    @cached_property
+    def percent(self) -> tuple[int, ...]:
+        return tuple(p for p, k in enumerate(self.kinds) if k == Kind.PERCENT)
 
 
 def fold(tag: str) -> tuple[str, str | None]:

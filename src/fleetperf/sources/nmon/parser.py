@@ -17,6 +17,7 @@ scanner (native_parser.py, native/src/lib.rs) must give the same records and dea
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import zlib
 from collections.abc import Iterator
@@ -421,25 +422,10 @@ class NmonParser:
         if len(values) < width:
             values = values + [b""] * (width - len(values))
         labels = {header.columns[i]: values[i].decode("utf-8", "replace").strip() for i in header.text}
-        numbers: list[float | None] = []
         problems: list[str] = []
-        for kind, i in zip(header.kinds, header.numeric, strict=True):
-            raw = values[i]
-            text = raw.strip()
-            if not text or validate.no_value(text, kind):
-                numbers.append(None)
-                continue
-            value = validate.parse_number(text)
-            why = value if isinstance(value, str) else validate.out_of_range(value, kind)
-            if why is None:
-                numbers.append(value)  # type: ignore[arg-type]
-                continue
-            numbers.append(None)
-            if header.strict:
-                problems.append(f"{header.section} {header.columns[i]}: {why}: {raw[:40]!r}")
-            else:
-                # a section we do not know may carry text anywhere: keep it as a label
-                labels[header.columns[i]] = raw.decode("utf-8", "replace").strip()
+        numbers = _plain_numbers(header, values)
+        if numbers is None:
+            numbers = _checked_numbers(header, values, labels, problems)
         entities = header.entities
         if header.entity_from_labels:
             entity = " ".join(labels.get(c, "") for c in header.entity_from_labels).strip()
@@ -598,6 +584,60 @@ class NmonParser:
             },
             key=self.host_id,
         )
+
+
+_PERCENT_MAX = 100 + validate.PERCENT_TOLERANCE
+
+
+def _plain_numbers(header: layout.Header, values: list[bytes]) -> list[float | None] | None:
+    """The numbers of a data line in one go when every cell is a plain valid number or empty (the
+    usual line), else None: then each cell goes through ingest/validate.py with its reason."""
+    if not values or max(map(len, values)) > validate.MAX_NUMBER_CHARS or b"_" in b"".join(values):
+        return None
+    try:
+        numbers = [float(values[i]) if values[i].strip() else None for i in header.numeric]
+    except ValueError:
+        return None
+    present = [v for v in numbers if v is not None]
+    # NaN or ±Infinity make the sum so (a finite overflow too: the slow path then finds nothing)
+    if not present or not -math.inf < sum(present) < math.inf:
+        return numbers if not present else None
+    signed = header.signed
+    if signed:
+        if len(signed) == len(numbers):
+            if min(present) < 0:
+                return None
+        elif any(numbers[p] is not None and numbers[p] < 0 for p in signed):  # type: ignore[operator]
+            return None
+    if any(numbers[p] is not None and numbers[p] > _PERCENT_MAX for p in header.percent):  # type: ignore[operator]
+        return None
+    return numbers
+
+
+def _checked_numbers(
+    header: layout.Header, values: list[bytes], labels: dict[str, str], problems: list[str]
+) -> list[float | None]:
+    """Cell by cell (ingest/validate.py): a value that cannot be published is null with its reason
+    in `problems` (known sections) or kept as a label (sections we do not know)."""
+    numbers: list[float | None] = []
+    for kind, i in zip(header.kinds, header.numeric, strict=True):
+        raw = values[i]
+        text = raw.strip()
+        if not text or validate.no_value(text, kind):
+            numbers.append(None)
+            continue
+        value = validate.parse_number(text)
+        why = value if isinstance(value, str) else validate.out_of_range(value, kind)
+        if why is None:
+            numbers.append(value)  # type: ignore[arg-type]
+            continue
+        numbers.append(None)
+        if header.strict:
+            problems.append(f"{header.section} {header.columns[i]}: {why}: {raw[:40]!r}")
+        else:
+            # a section we do not know may carry text anywhere: keep it as a label
+            labels[header.columns[i]] = raw.decode("utf-8", "replace").strip()
+    return numbers
 
 
 def _tag_number(tag: bytes) -> int:
