@@ -259,7 +259,7 @@ def _check_record(topic: str, record: dict, schemas: dict) -> None:
 def test_fuzz_mutants_of_the_test_data() -> None:
     schemas = {t: parse_schema(json.loads((SCHEMAS / f).read_text())) for t, f in _TOPIC_SCHEMA.items()}
     texts = {p.name: p.read_text() for p in sorted(DATA.glob("*.txt"))}
-    options = Options(system="ZVM1", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
+    given = Options(system="ZVM1", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
     rng = random.Random(19)
     started, slowest, published, letters, refused = clock.monotonic(), 0.0, 0, 0, 0
     for n in range(400):
@@ -267,6 +267,8 @@ def test_fuzz_mutants_of_the_test_data() -> None:
         text = texts[name]
         for _ in range(rng.randint(1, 3)):
             text = _mutant(rng, text)
+        # every third mutant without options: what the damaged report itself says is all there is
+        options = Options() if n % 3 == 0 else given
         t0 = clock.monotonic()
         try:
             records = list(records_of_scan(scan_lines(name, text.splitlines(keepends=True)), options))

@@ -36,6 +36,13 @@ class Options:
     # a window then holds the part of each interval measured inside it; None: one record per interval
     window_s: float | None = 60.0
 
+    def __post_init__(self) -> None:
+        # a window under a second would cut a day-long interval into millions of pieces
+        if self.window_s is not None and not 1.0 <= self.window_s <= 86400.0:
+            raise ValueError(f"window of {self.window_s} s: between 1 s and a day, or None")
+        if self.interval_s is not None and not 0 < self.interval_s <= MAX_INTERVAL_S:
+            raise ValueError(f"--interval-seconds {self.interval_s}: more than 0 and at most a day")
+
 
 class ReportError(ValueError):
     """A table whose rows cannot become records because of what the report says (bad interval ...):
