@@ -17,7 +17,13 @@ from fleetperf.sources.base import Option, Source
 IDENTITY = (
     Option(("--host-id",), {"help": "hpmstat/entstat: host identity (default: this host's <serial>-<lpar id>)"}),
     Option(("--hostname",), {"help": "hpmstat/entstat: host name (default: this host's)"}),
-    Option(("--ts",), {"help": "hpmstat/entstat: ISO time of a captured output (default: file modification time)"}),
+    Option(
+        ("--ts",),
+        {
+            "help": "hpmstat/entstat: ISO time a captured output ended, i.e. the end of its last report (earlier"
+            " reports are placed by their wall clock times; default: the file's modification time)"
+        },
+    ),
 )
 INTERVAL = (
     Option(("--interval",), {"type": float, "default": 300, "help": "seconds between runs (default 300)"}),
