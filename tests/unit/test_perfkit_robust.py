@@ -185,10 +185,10 @@ def test_absurd_values_become_null_with_a_dead_letter() -> None:
     row = next(r for r in _of(records, "zvm_system_samples") if r["ts"] == _ms(2011, 9, 21, 20, 44, 44))
     assert row["busy_pct"] is None and row["paging_xstore_rate"] is None and row["total_cpu_s"] is None
     assert row["tv_ratio_reported"] == 1.12  # the rest of the row arrives
-    errors = [d["error"] for d in _of(records, "dead_letters")]
+    errors = [(d["line"], d["error"]) for d in _of(records, "dead_letters")]
     assert errors == [
-        "FCX225 line 7: busy_pct 250 outside [0, 100.5]: published as null",
-        "FCX225 line 7: paging_xstore_rate is not a finite number: published as null",
+        (7, "FCX225: busy_pct 250 outside [0, 100.5]: published as null"),
+        (7, "FCX225: paging_xstore_rate is not a finite number: published as null"),
     ]
 
 

@@ -60,7 +60,7 @@ def from_text(kind: str, text: str, who: HostIdentity, ts_ms: int, origin: str) 
 
 def _dead_letters(kind: str, origin: str, problems: list[Problem]) -> Iterator[Emitted]:
     for p in sorted(problems, key=lambda p: p.line):
-        yield dead_letter(kind, origin, p.line, p.offset, f"line {p.line}: {p.message}", p.raw)
+        yield dead_letter(kind, origin, p.line, p.offset, p.message, p.raw)
 
 
 def from_file(kind: str, path: Path, who: HostIdentity, ts_ms: int | None = None) -> Iterator[Emitted]:

@@ -110,7 +110,7 @@ class _Ctx:
     table: Table
 
     def dead(self, row: Row, message: str) -> Emitted:
-        text = f"{self.table.layout.fcx} line {row.line}: {message}"
+        text = f"{self.table.layout.fcx}: {message}"  # file, line and offset are fields of the dead letter
         return dead_letter(SOURCE, self.path, row.line, row.offset, text, _bytes(row.raw))
 
     def clean(self, row: Row, fields: Iterable[str]) -> tuple[dict[str, Any], list[Emitted]]:
