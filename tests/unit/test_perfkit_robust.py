@@ -80,8 +80,13 @@ def test_item8_leap_second_is_the_end_of_the_day() -> None:
 def test_item8_impossible_date_and_end_of_day_interval() -> None:
     text = (DATA / "fcx112_user.txt").read_text()
     bad = text.replace("Interval 15:22:01-15:23:01, on 2011/09/12", "Interval 23:59:01-24:00:00, on 2024/02/30")
-    with pytest.raises(MissingOptionError, match=r"date 2024/02/30 is not a calendar date: pass --date"):
-        _run(bad, window_s=None)
+    # damaged, not missing: the line and the table are dead letters, the rest of the file goes on
+    records = _run(bad + "\n" + text, window_s=None)  # then the same report with its good date
+    assert [(d["line"], d["error"]) for d in _of(records, "dead_letters")] == [
+        (19, "date 2024/02/30 is not a calendar date"),
+        (23, "FCX112 table at line 23: its date 2024/02/30 is not a calendar date: table skipped (--date reads it)"),
+    ]
+    assert {g["ts"] for g in _of(records, "zvm_guest_samples")} == {_ms(2011, 9, 12, 15, 23, 1)}
     records = _run(bad, day=date(2024, 2, 28), window_s=None)
     dead = _of(records, "dead_letters")
     assert len(dead) == 1 and dead[0]["line"] == 19 and "2024/02/30 is not a calendar date" in dead[0]["error"]

@@ -140,7 +140,8 @@ def _day(ctx: _Ctx) -> date:
     if day is None:
         bad = ctx.table.context.get("bad_date")
         if bad:
-            raise MissingOptionError(f"the report's date {bad} is not a calendar date: pass --date YYYY-MM-DD")
+            # damaged data, not a missing option: this table is a dead letter, the file goes on
+            raise ReportError(f"its date {bad} is not a calendar date: table skipped (--date reads it)")
         raise MissingOptionError("the report prints no date: pass --date YYYY-MM-DD")
     return day
 
