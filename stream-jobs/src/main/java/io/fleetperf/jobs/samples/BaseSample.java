@@ -7,6 +7,8 @@ public abstract class BaseSample implements Sample {
   public long ts;
   /** The source stream the sample came from (origin file or command); one stream is in order. */
   public String stream = "";
+  /** The record came with the end-of-stream header (see {@link Sample#endOfStream()}). */
+  public boolean endOfStream;
 
   @Override
   public long ts() {
@@ -21,6 +23,11 @@ public abstract class BaseSample implements Sample {
   @Override
   public String hostname() {
     return hostname;
+  }
+
+  @Override
+  public boolean endOfStream() {
+    return endOfStream;
   }
 
   @Override

@@ -10,4 +10,13 @@ public interface Sample {
 
   /** Key of the event clock: one per host and source stream. */
   String streamKey();
+
+  /**
+   * True for a stream's end-of-stream marker: a copy of the stream's last record that the collector
+   * sent with the Kafka header {@link EndOfStream#HEADER} once it reached the end of the file,
+   * report or collection. Its values were counted already; it only says that the stream is over.
+   */
+  default boolean endOfStream() {
+    return false;
+  }
 }

@@ -34,6 +34,12 @@ import org.apache.flink.util.OutputTag;
  * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
  * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
  * state is dropped. Samples for a window already closed go to the late side output.
+ *
+ * <p>A stream that says it has ended (its end-of-stream marker, {@link Sample#endOfStream()}: the
+ * collector reached the end of the file) does not wait for {@code retain}: its open windows are
+ * emitted as final at once and dropped. Its clock stays, marked, until {@code retain} has passed, so
+ * a sample of the ended stream that still comes (the file was appended to after all) is late rather
+ * than the start of a partial window that would replace a complete final one downstream.
  */
 public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     extends KeyedProcessFunction<String, T, DerivedMetric> {
@@ -73,6 +79,12 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     /** The idle and end-of-stream timers registered last. */
     public long idleTimer;
     public long retainTimer;
+    /**
+     * Windows starting before this were emitted final by the stream's end-of-stream marker
+     * (Long.MIN_VALUE: no marker yet). Added with the marker; Flink's POJO serializer restores
+     * clocks of older checkpoints with the default.
+     */
+    public long finalBefore = Long.MIN_VALUE;
 
     public StreamClock() {}
   }
@@ -107,13 +119,17 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   @Override
   public void processElement(T s, Context ctx, Collector<DerivedMetric> out) throws Exception {
     StreamClock c = clock.value();
+    if (s.endOfStream()) {
+      endOfStream(s, c, ctx, out);
+      return;
+    }
     if (c == null) {
       c = new StreamClock();
       // windows restored without a clock (state of an older job version) still close in time
       c.nextClose = earliestClose();
     }
     long start = windowStart(s.ts(), size);
-    if (c.newest != Long.MIN_VALUE && closed(start, c.newest)) {
+    if (start < c.finalBefore || (c.newest != Long.MIN_VALUE && closed(start, c.newest))) {
       ctx.output(late, s);
       return;
     }
@@ -137,6 +153,40 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     if (idleAt != c.idleTimer) {
       ctx.timerService().registerProcessingTimeTimer(idleAt);
       c.idleTimer = idleAt;
+    }
+    clock.update(c);
+  }
+
+  /**
+   * The stream's marker: every open window is final now. The marker is a copy of the stream's last
+   * record (its values were added when the record itself came), so it is not added again. A marker
+   * of a stream without state (unknown, or ended already) changes nothing.
+   */
+  private void endOfStream(T marker, StreamClock c, Context ctx, Collector<DerivedMetric> out) throws Exception {
+    if (c == null && open.isEmpty()) {
+      return;
+    }
+    if (c == null) {
+      c = new StreamClock();
+    }
+    long end = Long.MIN_VALUE;
+    for (Map.Entry<Long, A> e : open.entries()) {
+      emit(e.getKey(), e.getValue(), true, out);
+      end = Math.max(end, e.getKey() + size);
+    }
+    open.clear();
+    long newest = Math.max(c.newest, marker.ts());
+    c.finalBefore = Math.max(c.finalBefore, Math.max(end, windowStart(newest, size) + size));
+    c.newest = newest;
+    c.nextClose = Long.MAX_VALUE;
+    c.flushed = true;
+    // the marked clock is dropped by the end-of-stream check after `retain`, as a quiet stream's
+    long now = ctx.timerService().currentProcessingTime();
+    c.lastArrival = now;
+    long retainAt = timerAt(now + retain);
+    if (retainAt != c.retainTimer) {
+      ctx.timerService().registerProcessingTimeTimer(retainAt);
+      c.retainTimer = retainAt;
     }
     clock.update(c);
   }

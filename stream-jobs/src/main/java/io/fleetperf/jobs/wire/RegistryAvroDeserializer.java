@@ -1,5 +1,6 @@
 package io.fleetperf.jobs.wire;
 
+import io.fleetperf.jobs.samples.EndOfStream;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.HashMap;
@@ -59,7 +60,8 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) {
     try {
-      out.collect(mapper.apply(decode(record.value())));
+      // the end-of-stream marker travels as a header beside the Avro body (samples.EndOfStream)
+      out.collect(EndOfStream.apply(mapper.apply(decode(record.value())), record.headers()));
     } catch (IOException | RuntimeException e) {
       LOG.warn(
           "skipping undecodable record {}-{}@{}: {}",

@@ -44,6 +44,13 @@ class PerStreamWindowsTest {
     harness.processElement(new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null, file)));
   }
 
+  private void endOfStream(String host, String file, long ts) throws Exception {
+    // the marker is a copy of the stream's last record, sent again with the end-of-stream header
+    CpuSample marker = new CpuSample(host, host, ts, 10, 99.0, null, null, file);
+    marker.endOfStream = true;
+    harness.processElement(new StreamRecord<>(marker));
+  }
+
   private List<DerivedMetric> output() {
     return harness.extractOutputValues();
   }
@@ -102,6 +109,76 @@ class PerStreamWindowsTest {
     assertEquals(0, harness.numKeyedStateEntries());
     steal("a", 5_000, 4.0); // the stream's clock is gone with its state: not late any more
     assertTrue(harness.getSideOutput(LATE) == null);
+  }
+
+  @Test
+  void endOfStreamMarkerFinalisesEveryOpenWindowOfItsStreamAtOnce() throws Exception {
+    steal("a", 10_000, 2.0);
+    steal("a", 50_000, 4.0);
+    steal("a", 62_000, 8.0); // [0, 60 s) still open: the clock is within the 5 s allowance
+    harness.setProcessingTime(1_000); // before the idle flush (3 s): nothing emitted yet
+    assertTrue(output().isEmpty());
+    endOfStream("a", "file1", 62_000);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertTrue(out.stream().allMatch(m -> m.isFinal));
+    assertEquals(List.of(0L, MIN), out.stream().map(m -> m.windowStart).toList());
+    assertEquals(3.0, out.get(0).value, 1e-12);
+    assertEquals(2, out.get(0).samples);
+    assertEquals(8.0, out.get(1).value, 1e-12); // the marker's own values (99) are not counted again
+    assertEquals(1, out.get(1).samples);
+    // nothing more comes for them: no early result at the idle check, no second final at retain
+    harness.setProcessingTime(30_000);
+    assertEquals(2, output().size());
+    assertEquals(0, harness.numKeyedStateEntries());
+    assertEquals(0, harness.numProcessingTimeTimers());
+    assertTrue(harness.getSideOutput(LATE) == null);
+  }
+
+  @Test
+  void endOfStreamLeavesOtherStreamsAlone() throws Exception {
+    steal("a", "file1", 10_000, 2.0);
+    steal("a", "file2", 10_000, 5.0); // the same host's other file is another stream
+    steal("b", "file1", 10_000, 7.0);
+    endOfStream("a", "file1", 10_000);
+    List<DerivedMetric> out = output();
+    assertEquals(1, out.size());
+    assertEquals(2.0, out.get(0).value, 1e-12);
+    // the others go on on their own clocks: their windows close when their data says so
+    steal("a", "file2", 70_000, 5.0);
+    steal("b", "file1", 70_000, 7.0);
+    out = output();
+    assertEquals(3, out.size());
+    assertEquals(5.0, out.get(1).value, 1e-12);
+    assertEquals(7.0, out.get(2).value, 1e-12);
+    assertEquals(List.of("a", "b"), out.subList(1, 3).stream().map(m -> m.entityId).toList());
+  }
+
+  @Test
+  void endOfStreamOfAnUnknownOrEndedStreamIsHarmless() throws Exception {
+    endOfStream("ghost", "file1", 10_000);
+    assertTrue(output().isEmpty());
+    assertEquals(0, harness.numKeyedStateEntries());
+    assertEquals(0, harness.numProcessingTimeTimers());
+    steal("a", 10_000, 2.0);
+    endOfStream("a", "file1", 10_000);
+    endOfStream("a", "file1", 10_000); // a repeated marker (a resent file end)
+    assertEquals(1, output().size());
+    assertTrue(harness.getSideOutput(LATE) == null);
+  }
+
+  @Test
+  void sampleOfAnEndedStreamIsLateForItsFinalWindowsButStartsNewOnes() throws Exception {
+    steal("a", 10_000, 2.0);
+    endOfStream("a", "file1", 10_000);
+    steal("a", 20_000, 50.0); // its window was final already: replacing it by a partial one would be wrong
+    assertEquals(1, harness.getSideOutput(LATE).size());
+    steal("a", 70_000, 3.0); // the file grew after all: a later window is a window like any other
+    steal("a", 130_000, 3.0);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertEquals(MIN, out.get(1).windowStart);
+    assertEquals(3.0, out.get(1).value, 1e-12);
   }
 
   @Test
