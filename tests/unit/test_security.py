@@ -245,6 +245,11 @@ def test_time_and_result_limits(warehouse: config.Settings) -> None:
     assert time.monotonic() - t0 < 30
     code, body = _post(warehouse, "SELECT number FROM numbers(200000)")
     assert code == 400 and "TOO_MANY_ROWS" in body["error"]
+    # a query cut short leaves nothing behind for the next one (the handle is renewed)
+    for _ in range(3):
+        assert _post(warehouse, "SELECT number FROM numbers(200000)")[0] == 400
+        code, body = _post(warehouse, "SHOW TABLES")
+        assert code == 200 and ["schema_migrations"] in body["rows"], body
 
 
 def test_read_only_statements_still_run(warehouse: config.Settings) -> None:

@@ -45,8 +45,9 @@ def allowed_hosts(settings: config.Settings) -> frozenset[str]:
     extra = str(settings["warehouse"].get("allowed_hosts", "") or "")
     bind = str(settings["warehouse"]["host"])
     names = {n.strip().lower() for n in extra.split(",") if n.strip()}
-    if bind not in ("0.0.0.0", "::", ""):  # a wildcard bind is not a name a client uses
-        names.add(bind.lower())
+    # the bind address is what the CLI puts in its Host header (settings.query_url); for a wildcard
+    # bind that is 0.0.0.0, which no DNS name can make a browser send (and Origin is refused anyway)
+    names.add(bind.strip("[]").lower())
     return LOOPBACK_NAMES | names
 
 
