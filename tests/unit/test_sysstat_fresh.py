@@ -48,8 +48,8 @@ def _ours(path: Path, options: Options) -> dict[tuple[str, str, str], dict[str, 
 
 
 def _equal(ours: float, theirs: float) -> bool:
-    if isinstance(theirs, int):
-        return int(ours) == theirs
+    if isinstance(theirs, int):  # %llu / %u (exact) or %.0f (MBfsfree ...: rounded)
+        return format(ours, ".0f") == str(theirs)
     return format(ours, ".2f") == format(theirs, ".2f")
 
 

@@ -103,6 +103,10 @@ ACTIVITY_NAMES = {
     42: "psi_mem",
 }
 A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_DISK, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 11, 12, 13
+A_IO, A_KTABLES, A_SERIAL, A_NET_NFS, A_NET_NFSD, A_NET_SOCK = 6, 8, 10, 14, 15, 16
+A_NET_IP, A_NET_EIP, A_NET_ICMP, A_NET_EICMP, A_NET_TCP, A_NET_ETCP, A_NET_UDP = 17, 18, 19, 20, 21, 22, 23
+A_NET_SOCK6, A_NET_IP6, A_NET_EIP6, A_NET_ICMP6, A_NET_EICMP6, A_NET_UDP6 = 24, 25, 26, 27, 28, 29
+A_PWR_CPU, A_HUGE, A_FILESYSTEM, A_NET_SOFT, A_PSI_CPU, A_PSI_IO, A_PSI_MEM = 30, 34, 37, 39, 40, 41, 42
 
 # Most items an activity may have in one record (activity.c nr_max; sa.h MAX_NR_*); others NR_MAX
 ITEM_MAX = {
@@ -117,6 +121,8 @@ REQUIRED = {
     A_DISK: ("major", "minor", "nr_ios"),
     A_NET_DEV: ("interface", "rx_packets", "tx_packets", "rx_bytes", "tx_bytes"),
     A_NET_EDEV: ("interface",),
+    A_SERIAL: ("line",),
+    A_FILESYSTEM: ("fs_name", "f_blocks", "f_bfree"),
 }
 
 # Activities whose item count follows the CPU count across RESTARTs in 0x2173 files ("volatile").
@@ -155,6 +161,67 @@ NET_EDEV_FIELDS = (
     "tx_carrier_errors",
 )
 
+IO_FIELDS = (
+    "dk_drive",
+    "dk_drive_rio",
+    "dk_drive_wio",
+    "dk_drive_rblk",
+    "dk_drive_wblk",
+    "dk_drive_dio",
+    "dk_drive_dblk",
+)
+NFS_FIELDS = ("nfs_rpccnt", "nfs_rpcretrans", "nfs_readcnt", "nfs_writecnt", "nfs_accesscnt", "nfs_getattcnt")
+NFSD_FIELDS = (
+    "nfsd_rpccnt", "nfsd_rpcbad", "nfsd_netcnt", "nfsd_netudpcnt", "nfsd_nettcpcnt", "nfsd_rchits", "nfsd_rcmisses",
+    "nfsd_readcnt", "nfsd_writecnt", "nfsd_accesscnt", "nfsd_getattcnt",
+)  # fmt: skip
+IP_FIELDS = (
+    "InReceives",
+    "ForwDatagrams",
+    "InDelivers",
+    "OutRequests",
+    "ReasmReqds",
+    "ReasmOKs",
+    "FragOKs",
+    "FragCreates",
+)
+EIP_FIELDS = (
+    "InHdrErrors", "InAddrErrors", "InUnknownProtos", "InDiscards", "OutDiscards", "OutNoRoutes", "ReasmFails",
+    "FragFails",
+)  # fmt: skip
+ICMP_FIELDS = (
+    "InMsgs", "OutMsgs", "InEchos", "InEchoReps", "OutEchos", "OutEchoReps", "InTimestamps", "InTimestampReps",
+    "OutTimestamps", "OutTimestampReps", "InAddrMasks", "InAddrMaskReps", "OutAddrMasks", "OutAddrMaskReps",
+)  # fmt: skip
+EICMP_FIELDS = (
+    "InErrors", "OutErrors", "InDestUnreachs", "OutDestUnreachs", "InTimeExcds", "OutTimeExcds", "InParmProbs",
+    "OutParmProbs", "InSrcQuenchs", "OutSrcQuenchs", "InRedirects", "OutRedirects",
+)  # fmt: skip
+TCP_FIELDS = ("ActiveOpens", "PassiveOpens", "InSegs", "OutSegs")
+ETCP_FIELDS = ("AttemptFails", "EstabResets", "RetransSegs", "InErrs", "OutRsts")
+UDP_FIELDS = ("InDatagrams", "OutDatagrams", "NoPorts", "InErrors")
+IP6_FIELDS = (
+    "InReceives6", "OutForwDatagrams6", "InDelivers6", "OutRequests6", "ReasmReqds6", "ReasmOKs6", "InMcastPkts6",
+    "OutMcastPkts6", "FragOKs6", "FragCreates6",
+)  # fmt: skip
+EIP6_FIELDS = (
+    "InHdrErrors6", "InAddrErrors6", "InUnknownProtos6", "InTooBigErrors6", "InDiscards6", "OutDiscards6",
+    "InNoRoutes6", "OutNoRoutes6", "ReasmFails6", "FragFails6", "InTruncatedPkts6",
+)  # fmt: skip
+ICMP6_FIELDS = (
+    "InMsgs6", "OutMsgs6", "InEchos6", "InEchoReplies6", "OutEchoReplies6", "InGroupMembQueries6",
+    "InGroupMembResponses6", "OutGroupMembResponses6", "InGroupMembReductions6", "OutGroupMembReductions6",
+    "InRouterSolicits6", "OutRouterSolicits6", "InRouterAdvertisements6", "InNeighborSolicits6",
+    "OutNeighborSolicits6", "InNeighborAdvertisements6", "OutNeighborAdvertisements6",
+)  # fmt: skip
+EICMP6_FIELDS = (
+    "InErrors6", "InDestUnreachs6", "OutDestUnreachs6", "InTimeExcds6", "OutTimeExcds6", "InParmProblems6",
+    "OutParmProblems6", "InRedirects6", "OutRedirects6", "InPktTooBigs6", "OutPktTooBigs6",
+)  # fmt: skip
+UDP6_FIELDS = ("InDatagrams6", "OutDatagrams6", "NoPorts6", "InErrors6")
+PSI_TOTALS = ("some_total", "full_total")
+PSI_AVGS = ("some_10", "some_60", "some_300", "full_10", "full_60", "full_300")
+
 
 @dataclass(frozen=True)
 class Grouped:
@@ -184,6 +251,37 @@ GROUPED: dict[tuple[int, int], Grouped] = {
     ),
     (A_NET_DEV, 0x8D): Grouped(ull=NET_DEV_FIELDS, u=("speed",), chars=(("interface", MAX_IFACE_LEN), ("duplex", 1))),
     (A_NET_EDEV, 0x8C): Grouped(ull=NET_EDEV_FIELDS, chars=(("interface", MAX_IFACE_LEN),)),
+    # rd_stats.h of 12.6.1, checked against that version's sadf -j on a fresh recording (tests/unit)
+    (A_IO, 0x8B): Grouped(ull=IO_FIELDS),
+    (A_KTABLES, 0x8B): Grouped(ull=("file_used", "inode_used", "dentry_stat", "pty_nr")),
+    (A_SERIAL, 0x8B): Grouped(u=("rx", "tx", "frame", "parity", "brk", "overrun", "line")),
+    (A_NET_NFS, 0x8A): Grouped(u=NFS_FIELDS),
+    (A_NET_NFSD, 0x8A): Grouped(u=NFSD_FIELDS),
+    (A_NET_SOCK, 0x8A): Grouped(u=("sock_inuse", "tcp_inuse", "tcp_tw", "udp_inuse", "raw_inuse", "frag_inuse")),
+    (A_NET_IP, 0x8C): Grouped(ull=IP_FIELDS),
+    (A_NET_EIP, 0x8C): Grouped(ull=EIP_FIELDS),
+    (A_NET_ICMP, 0x8A): Grouped(ul=ICMP_FIELDS),
+    (A_NET_EICMP, 0x8A): Grouped(ul=EICMP_FIELDS),
+    (A_NET_TCP, 0x8A): Grouped(ul=TCP_FIELDS),
+    (A_NET_ETCP, 0x8A): Grouped(ul=ETCP_FIELDS),
+    (A_NET_UDP, 0x8A): Grouped(ul=UDP_FIELDS),
+    (A_NET_SOCK6, 0x8A): Grouped(u=("tcp6_inuse", "udp6_inuse", "raw6_inuse", "frag6_inuse")),
+    (A_NET_IP6, 0x8C): Grouped(ull=IP6_FIELDS),
+    (A_NET_EIP6, 0x8C): Grouped(ull=EIP6_FIELDS),
+    (A_NET_ICMP6, 0x8A): Grouped(ul=ICMP6_FIELDS),
+    (A_NET_EICMP6, 0x8A): Grouped(ul=EICMP6_FIELDS),
+    (A_NET_UDP6, 0x8A): Grouped(ul=UDP6_FIELDS),
+    (A_PWR_CPU, 0x8A): Grouped(ul=("cpufreq",)),
+    (A_HUGE, 0x8B): Grouped(ull=("frhkb", "tlhkb", "rsvdhkb", "surphkb")),
+    (A_FILESYSTEM, 0x8B): Grouped(
+        ull=("f_blocks", "f_bfree", "f_bavail", "f_files", "f_ffree"), chars=(("fs_name", 128), ("mountp", 128))
+    ),
+    (A_NET_SOFT, 0x8A): Grouped(
+        u=("processed", "dropped", "time_squeeze", "received_rps", "flow_limit", "backlog_len")
+    ),
+    (A_PSI_CPU, 0x8A): Grouped(ull=("some_total",), ul=("some_10", "some_60", "some_300")),
+    (A_PSI_IO, 0x8A): Grouped(ull=PSI_TOTALS, ul=PSI_AVGS),
+    (A_PSI_MEM, 0x8A): Grouped(ull=PSI_TOTALS, ul=PSI_AVGS),
 }
 
 # C types of the old formats: (size, default alignment); "ul" depends on the file's sizeof(long)

@@ -185,7 +185,10 @@ def memory(cur: list[dict], sar: tuple[int, ...] = SAR_VERSION) -> Iterator[Item
     yield "", values
 
 
-def _rates(cur: dict, prev: dict, names: dict[str, str], itv: int) -> Values:
+def _rates(cur: dict, prev: dict, names: dict[str, str], itv: int, wrap32: bool = False) -> Values:
+    if wrap32:  # unsigned int counters: sar's difference is taken modulo 2**32 (a counter that wrapped)
+        return {out: float((cur[raw] - prev.get(raw, 0)) & 0xFFFFFFFF) / itv * 100
+                for raw, out in names.items() if raw in cur}  # fmt: skip
     return {out: sp_value(prev.get(raw, 0), cur.get(raw, 0), itv) for raw, out in names.items() if raw in cur}
 
 
@@ -202,9 +205,9 @@ _EDEV = {
 }  # fmt: skip
 
 
-def single(names: dict[str, str]):  # noqa: ANN201 - returns a rate function
+def single(names: dict[str, str], wrap32: bool = False):  # noqa: ANN201 - returns a rate function
     def rates(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
-        yield "", _rates(cur[0], prev[0], names, itv)
+        yield "", _rates(cur[0], prev[0], names, itv, wrap32)
 
     return rates
 
@@ -329,6 +332,123 @@ def disk(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
         )
 
 
+def level(names: dict[str, str]):  # noqa: ANN201 - returns a level function
+    """A single-item activity whose figures are the counters as they are (raw name -> sadf -j name)."""
+
+    def levels(cur: list[dict]) -> Iterator[Item]:
+        c = cur[0]
+        yield "", {out: c[raw] for raw, out in names.items() if raw in c}
+
+    return levels
+
+
+def _snmp(fields: tuple[str, ...], names: str, wrap32: bool = False):  # noqa: ANN202
+    """Counters printed as rates in struct order (json_stats.c): sadf -j names, space-separated."""
+    return single(dict(zip(fields, names.split(), strict=True)), wrap32)
+
+
+_IO = {"dk_drive": "tps", "dk_drive_rio": "rtps", "dk_drive_rblk": "bread", "dk_drive_wio": "wtps",
+       "dk_drive_wblk": "bwrtn", "dk_drive_dio": "dtps", "dk_drive_dblk": "bdscd"}  # fmt: skip
+
+
+def io(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    c, p = cur[0], prev[0]
+    # sar shows 0 for a counter that went down (a disk removed between the two records)
+    yield "", {out: 0.0 if c[raw] < p.get(raw, 0) else sp_value(p.get(raw, 0), c[raw], itv)
+               for raw, out in _IO.items() if raw in c}  # fmt: skip
+
+
+def huge(cur: list[dict]) -> Iterator[Item]:
+    g = cur[0].get
+    free, total = g("frhkb", 0), g("tlhkb", 0)
+    yield (
+        "",
+        {
+            "hugfree": free,
+            "hugused": total - free,
+            "hugused-percent": sp_value(free, total, total) if total else 0.0,
+            "hugrsvd": g("rsvdhkb", 0),
+            "hugsurp": g("surphkb", 0),
+        },
+    )
+
+
+_SERIAL = {"rx": "rcvin", "tx": "xmtin", "frame": "framerr", "parity": "prtyerr", "brk": "brk", "overrun": "ovrun"}
+
+
+def serial(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    before = {it.get("line"): it for it in prev}
+    for c in cur:
+        yield str(c["line"]), _rates(c, before.get(c["line"], {}), _SERIAL, itv, wrap32=True)
+
+
+_SOFTNET = {"processed": "total", "dropped": "dropd", "time_squeeze": "squeezd", "received_rps": "rx_rps",
+            "flow_limit": "flw_lim"}  # fmt: skip
+
+
+def _cpu_item(i: int) -> str:
+    return "all" if i == 0 else str(i - 1)
+
+
+_SOFTNET_ALL = (*_SOFTNET, "backlog_len")
+
+
+def softnet(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    """As sar: "all" is the sum of the CPUs (the file's item 0 is empty); a CPU without a previous sample
+    is left out, one without a current sample (offline) counts with its previous one and is not shown."""
+    shown, all_c, all_p = [], dict.fromkeys(_SOFTNET_ALL, 0), dict.fromkeys(_SOFTNET_ALL, 0)
+    for i in range(1, min(len(cur), len(prev))):
+        c, p = cur[i], prev[i]
+        if not any(p.get(f, 0) for f in _SOFTNET_ALL):
+            continue
+        if not any(c.get(f, 0) for f in _SOFTNET_ALL):
+            c = p
+        else:
+            shown.append((i, c, p))
+        for f in _SOFTNET_ALL:  # unsigned int sums, as sar's
+            all_c[f] = (all_c[f] + c.get(f, 0)) & 0xFFFFFFFF
+            all_p[f] = (all_p[f] + p.get(f, 0)) & 0xFFFFFFFF
+    for i, c, p in [(0, all_c, all_p), *shown]:
+        yield _cpu_item(i), _rates(c, p, _SOFTNET, itv, wrap32=True) | {"blg_len": c.get("backlog_len", 0)}
+
+
+def cpu_frequency(cur: list[dict]) -> Iterator[Item]:
+    for i, c in enumerate(cur):
+        yield _cpu_item(i), {"frequency": c.get("cpufreq", 0) / 100}
+
+
+def filesystem(cur: list[dict]) -> Iterator[Item]:
+    for c in cur:
+        if not c["fs_name"]:
+            continue
+        blocks, bfree, files, ffree = c["f_blocks"], c["f_bfree"], c.get("f_files", 0), c.get("f_ffree", 0)
+        yield (
+            c["fs_name"],
+            {
+                "MBfsfree": bfree / 1024 / 1024,
+                "MBfsused": (blocks - bfree) / 1024 / 1024,
+                "%fsused": sp_value(bfree, blocks, blocks) if blocks else 0.0,
+                "%ufsused": sp_value(c.get("f_bavail", 0), blocks, blocks) if blocks else 0.0,
+                "Ifree": ffree,
+                "Iused": files - ffree,
+                "%Iused": sp_value(ffree, files, files) if files else 0.0,
+            },
+        )
+
+
+def psi(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
+    """Pressure stall: the kernel's averages (1/100 %) and the share of the interval stalled (total in us)."""
+    c, p = cur[0], prev[0]
+    values: Values = {}
+    for kind in ("some", "full"):
+        if f"{kind}_total" not in c:
+            continue
+        for span in ("10", "60", "300"):
+            values[f"{kind}_avg{span}"] = c.get(f"{kind}_{span}", 0) / 100
+        values[f"{kind}_avg"] = (c[f"{kind}_total"] - p.get(f"{kind}_total", 0)) / (100 * itv)
+    yield "", values
+
+
 # activity id -> (sadf -j section name, function, kind): "rate" functions take (cur, prev, itv),
 # "cpu" (cur, prev), "level" (cur)
 COMPUTE = {
@@ -341,7 +461,89 @@ COMPUTE = {
     lay.A_DISK: ("disk", disk, "rate"),
     lay.A_NET_DEV: ("net-dev", net_dev, "rate"),
     lay.A_NET_EDEV: ("net-edev", net_edev, "rate"),
+    lay.A_IO: ("io", io, "rate"),
+    lay.A_HUGE: ("hugepages", huge, "level"),
+    lay.A_KTABLES: (
+        "kernel",
+        level({"dentry_stat": "dentunusd", "file_used": "file-nr", "inode_used": "inode-nr", "pty_nr": "pty-nr"}),
+        "level",
+    ),  # fmt: skip
+    lay.A_SERIAL: ("serial", serial, "rate"),
+    lay.A_NET_NFS: ("net-nfs", _snmp(lay.NFS_FIELDS, "call retrans read write access getatt", True), "rate"),
+    lay.A_NET_NFSD: (
+        "net-nfsd",
+        _snmp(lay.NFSD_FIELDS, "scall badcall packet udp tcp hit miss sread swrite saccess sgetatt", True),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_SOCK: (
+        "net-sock",
+        level(
+            {
+                "sock_inuse": "totsck",
+                "tcp_inuse": "tcpsck",
+                "udp_inuse": "udpsck",
+                "raw_inuse": "rawsck",
+                "frag_inuse": "ip-frag",
+                "tcp_tw": "tcp-tw",
+            }
+        ),
+        "level",
+    ),  # fmt: skip
+    lay.A_NET_IP: ("net-ip", _snmp(lay.IP_FIELDS, "irec fwddgm idel orq asmrq asmok fragok fragcrt"), "rate"),
+    lay.A_NET_EIP: ("net-eip", _snmp(lay.EIP_FIELDS, "ihdrerr iadrerr iukwnpr idisc odisc onort asmf fragf"), "rate"),
+    lay.A_NET_ICMP: (
+        "net-icmp",
+        _snmp(lay.ICMP_FIELDS, "imsg omsg iech iechr oech oechr itm itmr otm otmr iadrmk iadrmkr oadrmk oadrmkr"),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_EICMP: (
+        "net-eicmp",
+        _snmp(lay.EICMP_FIELDS, "ierr oerr idstunr odstunr itmex otmex iparmpb oparmpb isrcq osrcq iredir oredir"),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_TCP: ("net-tcp", _snmp(lay.TCP_FIELDS, "active passive iseg oseg"), "rate"),
+    lay.A_NET_ETCP: ("net-etcp", _snmp(lay.ETCP_FIELDS, "atmptf estres retrans isegerr orsts"), "rate"),
+    lay.A_NET_UDP: ("net-udp", _snmp(lay.UDP_FIELDS, "idgm odgm noport idgmerr"), "rate"),
+    lay.A_NET_SOCK6: (
+        "net-sock6",
+        level({"tcp6_inuse": "tcp6sck", "udp6_inuse": "udp6sck", "raw6_inuse": "raw6sck", "frag6_inuse": "ip6-frag"}),
+        "level",
+    ),  # fmt: skip
+    lay.A_NET_IP6: (
+        "net-ip6",
+        _snmp(lay.IP6_FIELDS, "irec6 fwddgm6 idel6 orq6 asmrq6 asmok6 imcpck6 omcpck6 fragok6 fragcr6"),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_EIP6: (
+        "net-eip6",
+        _snmp(lay.EIP6_FIELDS, "ihdrer6 iadrer6 iukwnp6 i2big6 idisc6 odisc6 inort6 onort6 asmf6 fragf6 itrpck6"),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_ICMP6: (
+        "net-icmp6",
+        _snmp(
+            lay.ICMP6_FIELDS,
+            "imsg6 omsg6 iech6 iechr6 oechr6 igmbq6 igmbr6 ogmbr6"
+            " igmbrd6 ogmbrd6 irtsol6 ortsol6 irtad6 inbsol6 onbsol6"
+            " inbad6 onbad6",
+        ),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_EICMP6: (
+        "net-eicmp6",
+        _snmp(lay.EICMP6_FIELDS, "ierr6 idtunr6 odtunr6 itmex6 otmex6 iprmpb6 oprmpb6 iredir6 oredir6 ipck2b6 opck2b6"),
+        "rate",
+    ),  # fmt: skip
+    lay.A_NET_UDP6: ("net-udp6", _snmp(lay.UDP6_FIELDS, "idgm6 odgm6 noport6 idgmer6"), "rate"),
+    lay.A_NET_SOFT: ("softnet", softnet, "rate"),
+    lay.A_PWR_CPU: ("cpu-frequency", cpu_frequency, "level"),
+    lay.A_FILESYSTEM: ("filesystems", filesystem, "level"),
+    lay.A_PSI_CPU: ("psi-cpu", psi, "rate"),
+    lay.A_PSI_IO: ("psi-io", psi, "rate"),
+    lay.A_PSI_MEM: ("psi-mem", psi, "rate"),
 }
+# sections computed over the interval: not published when the interval is implausible
+RATE_SECTIONS = frozenset(section for section, _fn, kind in COMPUTE.values() if kind == "rate")
 
 
 def figures(

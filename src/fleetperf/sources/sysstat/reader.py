@@ -269,7 +269,8 @@ class SaFile:
             self._check_activity(off, aid, nr, nr2, size)
             layout = lay.GROUPED.get((aid, magic))
             dec = _grouped_decoder(layout, types, size, e, sizeof_long) if layout else None
-            dec = self._usable(off, aid, magic, dec, f"{size}-byte items of {types[0]}/{types[1]}/{types[2]} fields")
+            what = f"{size}-byte items of {types[0]}/{types[1]}/{types[2]} fields"
+            dec = self._usable(off, aid, magic, dec, what, layout is not None)
             activities.append(Activity(aid, magic, nr, nr2, bool(has_nr), size, types, dec))
             off += act_size
         if extra_next:
@@ -280,10 +281,9 @@ class SaFile:
         header.problems = self._problems
         return header
 
-    def _usable(self, off: int, aid: int, magic: int, dec: _Decoder | None, what: str) -> _Decoder | None:
+    def _usable(self, off: int, aid: int, magic: int, dec: _Decoder | None, what: str, known: bool) -> _Decoder | None:
         """The decoder, unless the description leaves out a field the activity cannot do without."""
         if dec is None:
-            known = (aid, magic) in lay.GROUPED or (aid, magic) in lay.ALIGNED
             if known:  # a layout we know, described with a size its fields do not fit
                 self._problems.append(
                     Problem(
@@ -340,7 +340,7 @@ class SaFile:
             self._check_activity(off, aid, nr, nr2, size)
             fields = lay.ALIGNED.get((aid, magic))
             dec = _aligned_decoder(fields, size, e, sizeof_long) if fields else None
-            dec = self._usable(off, aid, magic, dec, f"{size}-byte items")
+            dec = self._usable(off, aid, magic, dec, f"{size}-byte items", fields is not None)
             activities.append(Activity(aid, magic, nr, nr2, False, size, None, dec))
             off += lay.OLD_FILE_ACTIVITY_SIZE
         if not cpu_nr:

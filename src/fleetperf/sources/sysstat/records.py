@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
+from fleetperf.sources.sysstat.rates import RATE_SECTIONS as _RATE_SECTIONS
 from fleetperf.sources.sysstat.rates import cpu_line, figures, parse_version
 from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes, open_stream
 
@@ -18,7 +19,6 @@ MAX_INTERVAL_CS = 31 * 86400 * 100  # a longer gap between two records is damage
 MAX_RATE = 1e13  # per second: no counter sar shows grows faster (a wrapped or damaged one does)
 MAX_LEVEL = float(1 << 53)  # kB, counts: beyond a double's integers is damage
 PERCENT_SECTIONS = {"cpu-load-all"}
-_RATE_SECTIONS = {"process-and-context-switch", "swap-pages", "paging", "disk", "net-dev", "net-edev"}
 
 
 @dataclass(frozen=True)
