@@ -128,6 +128,39 @@ def test_per_cpu_steal_from_nmon_sadc_and_appldata(embedded_path: Path, corpus: 
     assert appl == [("0", 10.0, "appldata"), ("1", 25.0, "appldata")]
 
 
+def test_per_cpu_steal_from_the_projects_own_nmon_sadc_and_appldata(embedded_path: Path) -> None:
+    """The corpus test above on files this project wrote or recorded (runs without the corpus)."""
+    from datetime import UTC
+
+    from fleetperf.config import PACKAGE_ROOT
+    from fleetperf.sources.nmon.parser import parse_file
+    from fleetperf.sources.sysstat.records import Options, records_of_file
+    from fleetperf.sources.zvm.monitor_records import Options as MonitorOptions
+    from fleetperf.sources.zvm.monitor_records import records_of_bytes
+    from tests.unit.test_zvm_monitor import appldata_capture
+
+    sources = PACKAGE_ROOT / "sources"
+    nmon_file = sources / "nmon" / "testdata" / "linuxvm_nmon16.nmon"
+    emitted = list(parse_file(nmon_file, UTC))
+    host = next(e.record["host_id"] for e in emitted if e.topic_key == "cpu_samples")
+    emitted += list(records_of_file(sources / "sysstat" / "testdata" / "sa-12.6.1-xall", Options(host_id="ownsadc")))
+    emitted += list(records_of_bytes(appldata_capture(), "capture", MonitorOptions(unverified=True))[0])
+    ch = _loaded(embedded_path, "steal_own", emitted)
+    nmon = ch.query(
+        f"SELECT cpu, max(steal_pct) FROM cpu_steal_per_cpu_minute WHERE host_id = '{host}' GROUP BY cpu ORDER BY cpu"
+    ).result_rows
+    assert nmon == [("0", 1.0), ("1", 2.0)]  # CPU001/CPU002 Steal% as the file writes them (T0001: 1.0, 2.0)
+    sadc = ch.query(
+        "SELECT count(DISTINCT cpu), any(source) FROM cpu_steal_per_cpu_minute WHERE host_id = 'ownsadc'"
+    ).result_rows
+    assert sadc == [(2, "sadc")]  # recorded on a 2-CPU machine
+    appl = ch.query(
+        "SELECT cpu, round(steal_pct, 6), source FROM cpu_steal_per_cpu_minute WHERE host_id = 'ZVMA/LNXWEB1'"
+        " ORDER BY cpu"
+    ).result_rows
+    assert appl == [("0", 10.0, "appldata"), ("1", 25.0, "appldata")]
+
+
 def test_frame_pool_size_comes_from_the_typed_cpu_samples(embedded_path: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
