@@ -277,22 +277,31 @@ def read_client(settings: Settings) -> Client:
     if settings.embedded_clickhouse:
         return restricted_chdb(settings.chdb_path, database, limits)
     url, password_file = _read_url(settings)
-    # readonly=1 rides on every request; the server enforces it and the read user's grants
-    return _server_client(settings, url, password_file, database, settings={**limits, "readonly": 1})
+    ch = _server_client(settings, url, password_file, database)
+    current = ch.server_settings.get("readonly")
+    if current is None or str(current.value) == "0":
+        # a user that may still write: limits, then readonly=1, ride on every request and the
+        # server enforces them. A read-only user's profile already fixes both (and refuses changes).
+        for key, value in limits.items():
+            ch.set_client_setting(key, value)
+        ch.set_client_setting("readonly", 1)
+    return ch
 
 
 def sqlalchemy_uri(settings: Settings) -> str:
     """The URI Superset uses for the same database: always the read-only path."""
     db = settings["clickhouse"]["database"]
-    limits = {k: v for k, v in read_limits(settings).items() if k != "max_query_size"}
     if settings.embedded_clickhouse:
+        limits = {k: v for k, v in read_limits(settings).items() if k != "max_query_size"}
         return f"{READ_ONLY_SCHEME}:///{db}?" + urlencode({"path": str(settings.chdb_path), **limits})
     url, password_file = _read_url(settings)
     parsed = urlparse(url)
     password = _password(parsed.password, password_file)
     auth = f"{quote(parsed.username or 'default', safe='')}:{quote(password, safe='')}@"
     tls = parsed.scheme == "https"
-    query = {**limits, "readonly": 1, **({"secure": "true"} if tls else {})}
+    # only readonly=1: the read user's settings profile carries the limits and refuses changes
+    # (SECURITY.md); with the writer's URL the readonly=1 still holds on every request
+    query = {"readonly": 1, **({"secure": "true"} if tls else {})}
     return f"clickhousedb://{auth}{parsed.hostname}:{parsed.port or (8443 if tls else 8123)}/{db}?" + urlencode(query)
 
 
