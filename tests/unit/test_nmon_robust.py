@@ -218,6 +218,22 @@ def test_resume_offset_in_any_chunking_never_passes_an_open_snapshot(kind: str) 
         assert [r["origin_snapshot"] for r in both] == full, stop
 
 
+@pytest.mark.parametrize("kind", PARSERS)
+def test_a_file_still_being_written_keeps_its_last_snapshot_for_later(kind: str) -> None:
+    """finish(complete_tail=False): the pipeline's choice for a file nmon may still write (a clean
+    end of line does not prove the snapshot complete)."""
+    data = own_file("linuxvm_nmon16.nmon")
+    data = data[: data.index(b"ZZZZ,T0005")]  # ends after T0004's last line, with its end of line
+    parser = NmonParser("linuxvm.nmon") if kind == "python" else None
+    if kind == "native":
+        if not NATIVE:
+            pytest.skip("native nmon scanner not built")
+        parser = native_parser.NativeNmonParser("linuxvm.nmon")
+    out = [*parser.feed_chunk(data), *parser.finish(complete_tail=False)]
+    assert [r["origin_snapshot"] for r in by_topic(out)["nmon_snapshots"]] == ["T0001", "T0002", "T0003"]
+    assert parser.resume_offset == data.index(b"ZZZZ,T0004")
+
+
 # 4: absurd values -------------------------------------------------------------------------------
 
 
@@ -245,6 +261,25 @@ def test_absurd_values_are_null_with_a_dead_letter_naming_the_field(kind: str) -
     if kind == "python":  # what `parse nmon` prints: strict JSON
         for e in run(kind, name, own_file(name))[0]:
             json.dumps(e.record, allow_nan=False)
+
+
+@pytest.mark.parametrize("kind", PARSERS)
+def test_int_counts_fit_and_a_far_aaa_date_does_not_crash(kind: str) -> None:
+    text = (
+        b"AAA,progname,nmon\nAAA,host,h\nAAA,date,31-DEC-9999\n"
+        b"CPU_ALL,CPU Total h,User%,Sys%,Wait%,Idle%,Busy,CPUs\n"
+        b"ZZZZ,T0001,00:00:01\nCPU_ALL,T0001,1.0,1.0,0.0,98.0,,2\n"
+        b"ZZZZ,T0002,00:00:02,01-JAN-2024\nCPU_ALL,T0002,1.0,1.0,0.0,98.0,,1e18\n"
+    )
+    t = by_topic(run(kind, "h.nmon", text)[0])
+    [cpu] = t["cpu_samples"]
+    assert cpu["origin_snapshot"] == "T0002" and cpu["cpus"] is None and cpu["user_pct"] == 1.0
+    assert [(d["line"], d["error"].split(":")[0]) for d in t["dead_letters"]] == [
+        (5, "ZZZZ T0001"),  # AAA,date 9999: outside 1990..now+1 day
+        (6, "snapshot T0001"),  # its data line, closed by the next ZZZZ
+        (8, "CPU CPUs"),  # 1e18 does not fit the Avro int of cpu_samples.cpus
+    ]
+    assert "above 2147483647" in t["dead_letters"][2]["error"]
 
 
 def test_validate_rules() -> None:
@@ -378,7 +413,21 @@ def mutants(seed: int, count: int) -> Iterator[tuple[str, bytes]]:
     rng = random.Random(seed)
     files = sorted(TESTDATA.glob("*.nmon"))
     bases = [(p.name, p.read_bytes()) for p in files]
-    odd = [b"nan", b"-nan", b"inf", b"-inf", b"1e400", b"-5", b"250", b"1_0", b"9" * 2000, b"", b"T0001", b"\x00"]
+    odd = [
+        b"nan",
+        b"-nan",
+        b"inf",
+        b"-inf",
+        b"1e400",
+        b"-5",
+        b"250",
+        b"1_0",
+        b"9" * 2000,
+        b"",
+        b"T0001",
+        b"\x00",
+        b"1e18",
+    ]
     for n in range(count):
         name, data = rng.choice(bases)
         lines = data.splitlines(keepends=True)

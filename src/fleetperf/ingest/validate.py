@@ -28,6 +28,7 @@ EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
 LATEST_AHEAD = timedelta(days=1)
 
 NOT_A_NUMBER = "not a finite number"
+MAX_INT32 = 2**31 - 1
 
 
 class Kind(IntEnum):
@@ -37,6 +38,7 @@ class Kind(IntEnum):
     NON_NEGATIVE = 1  # a count, a rate, a size
     PERCENT = 2  # 0..100 (+ tolerance)
     RATIO = 3  # non-negative, and a written NaN means "no value" (a ratio over zero: 0/0)
+    SMALL_COUNT = 4  # a count published as a 32-bit int (Avro "int"): 0..MAX_INT32
 
 
 def parse_number(text: bytes) -> float | str:
@@ -64,6 +66,8 @@ def out_of_range(value: float, kind: int) -> str | None:
         return "negative"
     if kind == Kind.PERCENT and value > 100 + PERCENT_TOLERANCE:
         return "above 100 %"
+    if kind == Kind.SMALL_COUNT and value > MAX_INT32:
+        return f"above {MAX_INT32}"
     return None
 
 

@@ -115,6 +115,10 @@ class Header:
     def percent(self) -> tuple[int, ...]:
         return tuple(p for p, k in enumerate(self.kinds) if k == Kind.PERCENT)
 
+    @cached_property
+    def small_counts(self) -> tuple[int, ...]:
+        return tuple(p for p, k in enumerate(self.kinds) if k == Kind.SMALL_COUNT)
+
 
 def fold(tag: str) -> tuple[str, str | None]:
     """Section name and, for per-CPU sections, the entity."""
@@ -170,6 +174,8 @@ def header(tag: str, columns: list[str]) -> Header:
 
 
 def _kind(section: str, tag: str, name: str) -> Kind:
+    if _CPU_COLUMNS.get(tag, {}).get(name) in INT_CPU_FIELDS:
+        return Kind.SMALL_COUNT  # cpu_samples carries it as an Avro int
     if section in _PERCENT and name.endswith("%"):
         return Kind.PERCENT
     if _COLUMNS_ARE_ENTITIES.match(tag):

@@ -181,8 +181,9 @@ class NativeNmonParser:
         for event in self.scanner.damaged(reason):
             yield from self._event(event)
 
-    def finish(self) -> Iterator[Emitted]:
-        for event in self.scanner.finish(self._context()):
+    def finish(self, complete_tail: bool = True) -> Iterator[Emitted]:
+        """As NmonParser.finish."""
+        for event in self.scanner.finish(self._context(), complete_tail):
             yield from self._event(event)
         if self.rejected is None and not self.lines.config_emitted and self.lines.first_ts is not None:
             if self.resume_from <= 0:

@@ -34,7 +34,9 @@ from fleetperf.sources.nmon.host_config import HostConfigBuilder
 SOURCE = "nmon"
 # bounds (configurable per parser): beyond them a dead letter, and the file goes on
 DEFAULT_MAX_LINE = 1 << 20  # bytes of one line
-DEFAULT_MAX_SNAPSHOT = 64 << 20  # bytes of the data lines of one snapshot
+# bytes of the data lines of one snapshot: real ones stay below 2 MiB (thousands of disks, a TOP of
+# thousands of processes); the Python parser holds ~10x this in objects until it passes the bound
+DEFAULT_MAX_SNAPSHOT = 16 << 20
 MAX_TAG_CHARS = 10  # "T" + 9 digits; nmon counts up to T99999999 at most
 RAW_KEPT = 1024  # bytes of an over-long line kept in its dead letter
 CHUNK = 1 << 20
@@ -310,10 +312,13 @@ class NmonParser:
         self.snapshots.clear()
         yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, reason, raw[:RAW_KEPT])
 
-    def finish(self) -> Iterator[Emitted]:
-        return self._out(self._finish())
+    def finish(self, complete_tail: bool = True) -> Iterator[Emitted]:
+        """The end of the file. complete_tail=False: the file may still grow (nmon may still be
+        writing it), so its last snapshot is not taken as complete; it stays for a later run
+        (resume_offset points at it), as after a cut last line."""
+        return self._out(self._finish(complete_tail))
 
-    def _finish(self) -> Iterator[tuple[int, Emitted]]:
+    def _finish(self, complete_tail: bool = True) -> Iterator[tuple[int, Emitted]]:
         if self._skipping is not None:
             head, length = self._skipping
             self._skipping = None
@@ -326,7 +331,7 @@ class NmonParser:
         if not self.started:
             yield from self._reject(sniff.EMPTY, 1, 0, b"")
             return
-        if self.cut_offset is None:
+        if self.cut_offset is None and complete_tail:
             # a clean end: every open snapshot is complete
             for tag in sorted(self.snapshots, key=_tag_number):
                 yield from self._close(self.snapshots.pop(tag))
@@ -491,13 +496,13 @@ class NmonParser:
             if self.aaa_date is None:
                 raise FileRejectedError("ZZZZ lines carry no date and there is no AAA,date line: the file is not read")
             day = start_date(self.aaa_date, self.file_name, self.date_order)
+            if not validate.year_plausible(day.year):
+                raise LineError(f"ZZZZ {tag.decode()}: day {day} (from AAA,date) outside 1990..now+1 day")
             if self.aaa_time is not None and seconds < self.aaa_time - _ROLLOVER:
                 day += timedelta(days=1)
         else:
             day = self._day + timedelta(days=1) if seconds < self._clock - _ROLLOVER else self._day
         self._day, self._clock = day, seconds
-        if not validate.year_plausible(day.year):
-            raise LineError(f"ZZZZ {tag.decode()}: day {day} (from AAA,date) outside 1990..now+1 day")
         naive = datetime(day.year, day.month, day.day) + timedelta(seconds=seconds)
         return self._plausible(naive.replace(tzinfo=self.tz), tag)
 
@@ -587,6 +592,7 @@ class NmonParser:
 
 
 _PERCENT_MAX = 100 + validate.PERCENT_TOLERANCE
+_SMALL_COUNT_MAX = float(validate.MAX_INT32)
 
 
 def _plain_numbers(header: layout.Header, values: list[bytes]) -> list[float | None] | None:
@@ -610,6 +616,8 @@ def _plain_numbers(header: layout.Header, values: list[bytes]) -> list[float | N
         elif any(numbers[p] is not None and numbers[p] < 0 for p in signed):  # type: ignore[operator]
             return None
     if any(numbers[p] is not None and numbers[p] > _PERCENT_MAX for p in header.percent):  # type: ignore[operator]
+        return None
+    if any(numbers[p] is not None and numbers[p] > _SMALL_COUNT_MAX for p in header.small_counts):  # type: ignore[operator]
         return None
     return numbers
 

@@ -225,7 +225,7 @@ struct Header {
     top: bool,
     entity_from_labels: Vec<String>,
     cpu_fields: Vec<(usize, usize)>, // (slot, position among the numbers)
-    kinds: Vec<u8>,                  // validate.Kind per number: 0 any, 1 non-negative, 2 percent, 3 ratio
+    kinds: Vec<u8>, // validate.Kind per number: 0 any, 1 non-negative, 2 percent, 3 ratio, 4 32-bit count
     section_avro: Vec<u8>,
     entities_avro: Vec<u8>, // unused when the entity comes from labels
     metrics_avro: Vec<u8>,
@@ -462,7 +462,13 @@ impl Scanner {
     }
 
     /// End of file: a last line without newline, then every snapshot still open.
-    fn finish<'py>(&mut self, py: Python<'py>, context: (Vec<String>, Vec<f64>)) -> PyResult<Bound<'py, PyList>> {
+    #[pyo3(signature = (context, complete_tail=true))]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        context: (Vec<String>, Vec<f64>),
+        complete_tail: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
         self.context = Context { strings: context.0, doubles: context.1 };
         if let Some((head, length)) = self.skipping.take() {
             let (line_no, offset) = (self.lines + 1, self.next_offset);
@@ -480,7 +486,7 @@ impl Scanner {
             self.reject(py, message, 1, 0, b"");
             return self.take_events(py);
         }
-        if self.cut_offset.is_none() {
+        if self.cut_offset.is_none() && complete_tail {
             // a clean end: every open snapshot is complete
             let mut open = std::mem::take(&mut self.snaps);
             open.sort_by_key(|s| s.number);
@@ -948,6 +954,8 @@ impl Scanner {
                             Err("negative".to_string())
                         } else if kind == 2 && v > limits.percent_max {
                             Err("above 100 %".to_string())
+                        } else if kind == 4 && v > f64::from(i32::MAX) {
+                            Err(format!("above {}", i32::MAX))
                         } else {
                             Ok(v)
                         }
