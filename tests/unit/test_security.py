@@ -532,3 +532,37 @@ def test_threaded_queries_share_the_read_only_handle(warehouse: config.Settings)
     for t in threads:
         t.join()
     assert results == [200] * 4
+
+
+def test_kafka_and_registry_clients_take_tls_sasl_and_auth_from_the_settings(tmp_path: Path) -> None:
+    from fleetperf.kafka_avro import kafka_client_config, registry_config
+
+    (tmp_path / "kafka_pw").write_text("kafka-secret\n")
+    (tmp_path / "registry_pw").write_text("registry-secret\n")
+    s = config.load(
+        {
+            "FLEETPERF__KAFKA__SECURITY_PROTOCOL": "SASL_SSL",
+            "FLEETPERF__KAFKA__SASL_MECHANISM": "SCRAM-SHA-512",
+            "FLEETPERF__KAFKA__SASL_USERNAME": "ingest",
+            "FLEETPERF__KAFKA__SASL_PASSWORD_FILE": str(tmp_path / "kafka_pw"),
+            "FLEETPERF__KAFKA__SSL_CA_LOCATION": "/etc/ca.pem",
+            "FLEETPERF__REGISTRY__URL": "https://registry.example:8443/apis/ccompat/v7",
+            "FLEETPERF__REGISTRY__BASIC_AUTH_USER": "ingest",
+            "FLEETPERF__REGISTRY__BASIC_AUTH_PASSWORD_FILE": str(tmp_path / "registry_pw"),
+        }
+    )
+    assert kafka_client_config(s) == {
+        "bootstrap.servers": s.bootstrap,
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "ingest",
+        "sasl.password": "kafka-secret",
+        "ssl.ca.location": "/etc/ca.pem",
+    }
+    assert registry_config(s) == {
+        "url": "https://registry.example:8443/apis/ccompat/v7",
+        "basic.auth.user.info": "ingest:registry-secret",
+    }
+    # the local default stays plain
+    assert kafka_client_config(config.load({})) == {"bootstrap.servers": "127.0.0.1:19092"}
+    assert registry_config(config.load({})) == {"url": config.load({}).registry_url}
