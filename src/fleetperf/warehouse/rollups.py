@@ -1,9 +1,12 @@
 """Recompute rollups from the deduplicated base table.
 
-The hourly and daily rollups are fed by materialized views (sql/005), which see every insert: a
-final window delivered twice is counted twice there. `rebuild` recomputes whole days from
-derived_metrics FINAL with the materialized views' own SELECT (read back from ClickHouse, so the
-rollup definition stays in one place: the migration)."""
+The hourly and daily rollups are fed by materialized views (sql/005), which see every insert. A
+batch the sink replays after a crash is dropped by ClickHouse with its views' share (insert
+deduplication tokens, sql/014, README "Sink durability"), so the rollups stay exact without a
+rebuild. What the tokens do not cover is counted twice until a rebuild: a window Flink emits again
+as a new record (an at-least-once job restart), a replay older than the deduplication window.
+`rebuild` recomputes whole days from derived_metrics FINAL with the materialized views' own SELECT
+(read back from ClickHouse, so the rollup definition stays in one place: the migration)."""
 
 from __future__ import annotations
 
@@ -37,7 +40,9 @@ def rebuild(ch: Client, database: str, first_day: date, last_day: date) -> dict[
             f"ALTER TABLE {database}.{target} DELETE WHERE {column} >= toDateTime('{lo}', 'UTC') "
             f"AND {column} < toDateTime('{hi}', 'UTC') SETTINGS mutations_sync = 2"
         )
-        ch.command(f"INSERT INTO {database}.{target} {select}")
+        # the rollup tables deduplicate inserts (sql/014): a rebuild of the same days makes the same
+        # blocks as the last one, which would be dropped as duplicates after the DELETE above
+        ch.command(f"INSERT INTO {database}.{target} {select}", settings={"insert_deduplicate": 0})
         written[target] = int(
             ch.query(
                 f"SELECT count() FROM {database}.{target} WHERE {column} >= toDateTime('{lo}', 'UTC') "

@@ -14,6 +14,9 @@ Builder = Callable[[dict[str, Any]], Iterator[tuple[str, Row]]]
 
 NMON_VALUE_COLUMNS = ["host_id", "ts", "section", "entity", "metric", "value"]
 NMON_LABEL_COLUMNS = ["host_id", "ts", "section", "entity", "label", "text"]
+# Where a dead letter was read from Kafka and, for a message the sink could not decode, the
+# message's full key and value in base64 (sql/014): enough to produce it again as it was.
+KAFKA_DEAD_LETTER_COLUMNS = ["kafka_topic", "kafka_partition", "kafka_offset", "kafka_key_base64", "kafka_value_base64"]
 
 
 def nmon_row_values(row: dict[str, Any]) -> Iterator[tuple[str, str, float | None]]:
@@ -60,6 +63,7 @@ class RowMapper:
     def __init__(self, settings: Settings) -> None:
         self.columns: dict[str, list[str]] = {"nmon_values": NMON_VALUE_COLUMNS, "nmon_labels": NMON_LABEL_COLUMNS}
         self.builders: dict[str, Builder] = {}
+        self.dead_letter_topic = settings.topic("dead_letters").name
         for topic in settings.topics.values():
             if topic.key == "nmon_snapshots":
                 self.builders[topic.name] = _nmon_snapshot
@@ -67,8 +71,16 @@ class RowMapper:
             fields = [f["name"] for f in json.loads(topic.schema_text())["fields"]]
             self.columns[topic.table] = fields
             self.builders[topic.name] = _single(topic.table, fields, _CONVERT.get(topic.key))
+        self.dead_letter_fields = list(self.columns["dead_letters"])
+        self.columns["dead_letters"] = self.dead_letter_fields + KAFKA_DEAD_LETTER_COLUMNS
 
-    def rows(self, topic: str, record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
+    def rows(
+        self, topic: str, record: dict[str, Any], partition: int = -1, offset: int = -1
+    ) -> Iterator[tuple[str, Row]]:
+        """The rows of one decoded record; a collector's dead letter gets its Kafka coordinates
+        (its bytes decoded, so there is nothing to keep for a replay)."""
+        if topic == self.dead_letter_topic:
+            return ((t, [*row, topic, partition, offset, "", ""]) for t, row in self.builders[topic](record))
         return self.builders[topic](record)
 
 

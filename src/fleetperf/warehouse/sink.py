@@ -1,124 +1,351 @@
 """Kafka -> ClickHouse: consumes every configured topic, decodes Confluent Avro, inserts in batches.
 
-At-least-once: offsets are committed only after the batch is in ClickHouse; the tables'
-ReplacingMergeTree keys make a replayed batch harmless, so the effect is exactly-once per row key.
-A message that cannot be decoded becomes a dead_letters row naming topic, partition and offset.
+Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
+- A transient failure (registry unreachable or answering an error other than 404, a ClickHouse
+  insert error, a Kafka error) commits nothing: the consumer is closed, the sink waits (1 s
+  doubling to 30 s) and starts again from the committed offsets.
+- Only a message that can never decode (no Confluent header, a schema id the registry answers 404
+  for, an Avro body that does not read, a record that makes no row) becomes a dead letter, with
+  its topic, partition, offset and its full key and value in base64.
+- Batches are cut per (topic, partition) and each offset range is written to `sink_batches`
+  before its rows. Every insert carries the token '<topic>/<partition>/<first>-<last>'. After a
+  crash the sink cuts the same ranges again from `sink_batches`, ClickHouse drops the blocks it
+  already has (non_replicated_deduplication_window, sql/014), the materialized-view rollups with
+  them, and the offsets are committed after the last insert of a range.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
-from confluent_kafka import Consumer, KafkaError
-from confluent_kafka.serialization import MessageField, SerializationContext
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from fastavro import parse_schema, schemaless_reader
 
 from fleetperf.config import Settings
-from fleetperf.kafka_avro import deserializers
+from fleetperf.kafka_avro import kafka_client_config, registry_client
 from fleetperf.warehouse.rows import RowMapper
 
 log = logging.getLogger("fleetperf.sink")
 
+# Every insert of the sink: the token decides (not the data hash, which default columns such as
+# ingested_at = now64() would change), and the views' targets deduplicate with their source.
+DEDUP_SETTINGS = {"insert_deduplicate": 1, "deduplicate_blocks_in_dependent_materialized_views": 1}
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 30.0
+# Recorded ranges read from sink_batches at a time (a replay from far back reads them in pages).
+PLAN_PAGE = 1000
+
+
+class TransientError(Exception):
+    """A failure that passes (registry, ClickHouse, Kafka): retry, commit nothing."""
+
+
+class UndecodableError(Exception):
+    """A message no retry will decode: it becomes a dead letter."""
+
+
+Schema = Any
+SchemaFetcher = Callable[[int], Schema]
+
+
+def registry_fetcher(settings: Settings) -> SchemaFetcher:
+    """Schema id -> parsed writer schema from the registry; only a 404 means the id is unknown."""
+    client = registry_client(settings)
+
+    def fetch(schema_id: int) -> Schema:
+        try:
+            schema = client.get_schema(schema_id)
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:
+                raise UndecodableError(f"schema id {schema_id} is unknown to the registry (404)") from exc
+            raise TransientError(f"registry answered {exc.http_status_code} for schema id {schema_id}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - connection refused, timeouts, TLS: all pass
+            raise TransientError(f"registry unreachable fetching schema id {schema_id}: {exc!r}") from exc
+        try:
+            return parse_schema(json.loads(schema.schema_str))
+        except Exception as exc:  # noqa: BLE001 - the registry holds something that is no Avro schema
+            raise UndecodableError(f"schema id {schema_id} is not a usable Avro schema: {exc}") from exc
+
+    return fetch
+
+
+class AvroDecoder:
+    """Confluent wire format: magic byte 0, 4-byte big-endian schema id, Avro body. Schemas are
+    cached per id (an id's schema never changes), so a registry outage only stops messages whose
+    schema this process has not seen yet."""
+
+    def __init__(self, fetch: SchemaFetcher) -> None:
+        self._fetch = fetch
+        self._schemas: dict[int, Schema] = {}
+
+    def __call__(self, value: bytes | None) -> dict[str, Any]:
+        if value is None or len(value) < 5:
+            size = 0 if value is None else len(value)
+            raise UndecodableError(f"{size} bytes: shorter than the 5-byte Confluent header")
+        if value[0] != 0:
+            raise UndecodableError(f"magic byte {value[0]}, not 0: not Confluent-framed Avro")
+        schema_id = int.from_bytes(value[1:5], "big")
+        schema = self._schemas.get(schema_id)
+        if schema is None:
+            schema = self._schemas[schema_id] = self._fetch(schema_id)
+        try:
+            record = schemaless_reader(io.BytesIO(value[5:]), schema, None)
+        except Exception as exc:  # noqa: BLE001 - whatever fastavro raises on a broken body
+            raise UndecodableError(f"Avro body does not decode with schema id {schema_id}: {exc!r}") from exc
+        if not isinstance(record, dict):
+            raise UndecodableError(f"schema id {schema_id} decodes to {type(record).__name__}, not a record")
+        return record
+
+
+@dataclass
+class Batch:
+    """Messages of one partition, in offset order, and the rows they make."""
+
+    topic: str
+    partition: int
+    first: int
+    recorded_last: int | None  # a range from sink_batches: cut exactly there
+    started: float = field(default_factory=time.monotonic)
+    last_seen: int = -1
+    messages: int = 0
+    row_count: int = 0
+    rows: dict[str, list[list[Any]]] = field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def last(self) -> int:
+        return self.recorded_last if self.recorded_last is not None else self.last_seen
+
+    @property
+    def token(self) -> str:
+        return f"{self.topic}/{self.partition}/{self.first}-{self.last}"
+
+
+@dataclass
+class _Plan:
+    ranges: deque[tuple[int, int]]
+    more: bool
+
 
 class Sink:
-    def __init__(self, settings: Settings, ch: Client) -> None:
+    def __init__(self, settings: Settings, ch: Client, fetch: SchemaFetcher | None = None) -> None:
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
         self.mapper = RowMapper(settings)
         self.columns = self.mapper.columns
+        self.decode = AvroDecoder(fetch or registry_fetcher(settings))
+        self.batch_rows = int(settings["warehouse"]["batch_rows"])
+        self.batch_seconds = float(settings["warehouse"]["batch_seconds"])
         self.rows_written: dict[str, int] = defaultdict(int)
         self.undecodable = 0
         self.insert_errors = 0
+        self.transient_errors = 0
         self.batches = 0
+        self.replayed_batches = 0
         self.lag: dict[str, int] = {}
         self.last_error: str | None = None
         self.stop_event = threading.Event()
+        self._backoff = BACKOFF_FIRST_S
+        self._pending: dict[tuple[str, int], Batch] = {}
+        self._plans: dict[tuple[str, int], _Plan] = {}
 
+    # --- consumer lifecycle -------------------------------------------------------------------
     def _consumer(self) -> Consumer:
         consumer = Consumer(
             {
-                "bootstrap.servers": self.s.bootstrap,
+                **kafka_client_config(self.s),
                 "group.id": self.s["warehouse"]["group_id"],
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
+                # Flink writes in transactions: only committed records (librdkafka's default, stated)
+                "isolation.level": "read_committed",
             }
         )
-        consumer.subscribe(self.topics)
+        consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
         return consumer
 
+    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:  # another instance may have cut ranges here since we last had it
+            self._plans.pop((tp.topic, tp.partition), None)
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:  # uncommitted: the next owner reads these messages again
+            self._pending.pop((tp.topic, tp.partition), None)
+            self._plans.pop((tp.topic, tp.partition), None)
+
     def run(self) -> None:
-        """Loops until stop(); survives broker and registry outages by retrying."""
+        """Loops until stop(). Any failure: close the consumer (nothing uncommitted survives), wait
+        with a backoff that a successful batch resets, start again from the committed offsets."""
         while not self.stop_event.is_set():
             try:
                 self._loop()
             except Exception as exc:  # noqa: BLE001 - keep the sink alive, report, retry
+                self.transient_errors += 1
                 self.last_error = repr(exc)
-                log.exception("sink loop failed; retrying in 2s")
-                self.stop_event.wait(2)
+                log.warning("sink: %r; nothing committed, retrying in %.0fs", exc, self._backoff)
+                self.stop_event.wait(self._backoff)
+                self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
 
     def _loop(self) -> None:
+        self._pending.clear()
+        self._plans.clear()  # ranges recorded since the last start lie beyond the committed offsets
         consumer = self._consumer()
         lag_checked = 0.0
-        decode = deserializers(self.s)
-        batch_rows = self.s["warehouse"]["batch_rows"]
-        batch_seconds = self.s["warehouse"]["batch_seconds"]
         try:
             while not self.stop_event.is_set():
-                messages = consumer.consume(num_messages=batch_rows, timeout=batch_seconds)
+                messages = consumer.consume(num_messages=self.batch_rows, timeout=min(self.batch_seconds, 1.0))
                 if time.monotonic() - lag_checked > 10:
                     self._update_lag(consumer)
                     lag_checked = time.monotonic()
-                if not messages:
-                    continue
-                rows: dict[str, list[list[Any]]] = defaultdict(list)
                 for msg in messages:
-                    if msg.error():
-                        if msg.error().code() != KafkaError._PARTITION_EOF:
-                            log.warning("consume error: %s", msg.error())
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            continue
+                        if err.fatal():
+                            raise KafkaException(err)
+                        log.warning("consume error (librdkafka retries): %s", err)
                         continue
-                    self._decode_into(msg, decode, rows)
-                try:
-                    for table, table_rows in rows.items():
-                        self.ch.insert(table, table_rows, column_names=self.columns[table])
-                        self.rows_written[table] += len(table_rows)
-                except Exception:
-                    self.insert_errors += 1
-                    raise  # offsets stay uncommitted: the batch is consumed again after the retry
-                consumer.commit(asynchronous=False)
-                self.batches += 1
+                    self.add(consumer, msg)
+                self.flush_due(consumer)
         finally:
+            self._pending.clear()
             consumer.close()
 
-    def _decode_into(self, msg: Any, decode: dict[str, Callable], rows: dict[str, list[list[Any]]]) -> None:
-        topic = msg.topic()
+    # --- batching -----------------------------------------------------------------------------
+    def add(self, consumer: Any, msg: Any) -> None:  # noqa: ANN401 - a Consumer or a test double
+        """One message into its partition's batch; cuts the batch where a recorded range ends."""
+        key = (msg.topic(), msg.partition())
+        offset = msg.offset()
+        batch = self._pending.get(key)
+        recorded = self._recorded_range(key, offset)
+        if batch is not None:
+            if batch.recorded_last is not None:
+                if offset > batch.recorded_last:  # the range's tail is gone (retention): cut here
+                    self._flush(consumer, batch)
+                    batch = None
+            elif recorded is not None and recorded[0] <= offset:  # a free batch must not enter a recorded range
+                self._flush(consumer, batch)
+                batch = None
+        if batch is None:
+            inside = recorded is not None and recorded[0] <= offset
+            batch = Batch(key[0], key[1], recorded[0] if inside else offset, recorded[1] if inside else None)
+            self._pending[key] = batch
+        self._decode_into(msg, batch)
+        if batch.recorded_last is not None and offset >= batch.recorded_last:
+            self._flush(consumer, batch)
+
+    def flush_due(self, consumer: Any, force: bool = False) -> None:  # noqa: ANN401
+        """Cuts the free batches that are full or old enough (recorded ranges end where recorded)."""
+        now = time.monotonic()
+        for batch in list(self._pending.values()):
+            if batch.recorded_last is not None and not force:
+                continue
+            if (
+                force
+                or batch.row_count >= self.batch_rows
+                or batch.messages >= self.batch_rows
+                or now - batch.started >= self.batch_seconds
+            ):
+                self._flush(consumer, batch)
+
+    def _recorded_range(self, key: tuple[str, int], offset: int) -> tuple[int, int] | None:
+        """The recorded range holding this offset or the next one after it (None: none ahead)."""
+        plan = self._plans.get(key)
+        while True:
+            if plan is None or (plan.more and (not plan.ranges or plan.ranges[-1][1] < offset)):
+                plan = self._plans[key] = self._load_plan(key, offset)
+            while plan.ranges and plan.ranges[0][1] < offset:
+                plan.ranges.popleft()
+            if plan.ranges or not plan.more:
+                return plan.ranges[0] if plan.ranges else None
+
+    def _load_plan(self, key: tuple[str, int], offset: int) -> _Plan:
+        rows = self.ch.query(
+            "SELECT first_offset, last_offset FROM sink_batches FINAL WHERE topic = {t:String} AND "
+            "partition = {p:Int32} AND last_offset >= {o:Int64} ORDER BY first_offset LIMIT {n:UInt32}",
+            parameters={"t": key[0], "p": key[1], "o": offset, "n": PLAN_PAGE},
+        ).result_rows
+        return _Plan(deque((int(a), int(b)) for a, b in rows), more=len(rows) == PLAN_PAGE)
+
+    def _decode_into(self, msg: Any, batch: Batch) -> None:  # noqa: ANN401
+        """Rows of one message, or its dead letter. TransientError raises through (nothing committed)."""
+        topic, offset = msg.topic(), msg.offset()
         try:
-            record = decode[topic](msg.value(), SerializationContext(topic, MessageField.VALUE))
-            if record is None:
-                raise ValueError("empty message")
-            for table, row in self.mapper.rows(topic, record):
-                rows[table].append(row)
-        except Exception as exc:  # noqa: BLE001 - any decode failure is a dead letter, never a stop
+            record = self.decode(msg.value())
+            try:
+                produced = list(self.mapper.rows(topic, record, msg.partition(), offset))
+            except Exception as exc:  # noqa: BLE001 - a record that decodes but makes no row
+                raise UndecodableError(f"decoded but makes no row: {exc!r}") from exc
+        except UndecodableError as exc:
             self.undecodable += 1
-            raw = msg.value() or b""
-            rows["dead_letters"].append(
-                [
-                    "sink",
-                    f"kafka://{topic}/{msg.partition()}",
-                    msg.partition(),
-                    msg.offset(),
-                    f"undecodable message: {exc}",
-                    raw[:1024].hex(),
-                    datetime.now(UTC),
-                ]
+            produced = [("dead_letters", self._dead_letter(msg, str(exc)))]
+        for table, row in produced:
+            batch.rows[table].append(row)
+        batch.messages += 1
+        batch.row_count += len(produced)
+        batch.last_seen = offset
+
+    def _dead_letter(self, msg: Any, reason: str) -> list[Any]:  # noqa: ANN401
+        raw = msg.value() or b""
+        key = msg.key() or b""
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        return [
+            "sink",
+            f"kafka://{topic}/{partition}",
+            partition,
+            offset,
+            f"undecodable message: {reason}",
+            raw[:1024].hex(),  # a preview; the full bytes are in kafka_value_base64
+            datetime.now(UTC),
+            topic,
+            partition,
+            offset,
+            base64.b64encode(key if isinstance(key, bytes) else str(key).encode()).decode(),
+            base64.b64encode(raw).decode(),
+        ]
+
+    def _flush(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
+        """Range recorded, rows inserted with the range's token, then the offset committed."""
+        key = (batch.topic, batch.partition)
+        if batch.messages == 0:
+            self._pending.pop(key, None)
+            return
+        if batch.recorded_last is None:
+            self.ch.insert(
+                "sink_batches",
+                [[batch.topic, batch.partition, batch.first, batch.last, batch.messages]],
+                column_names=["topic", "partition", "first_offset", "last_offset", "messages"],
+                settings={"insert_deduplicate": 0},
             )
+        else:
+            self.replayed_batches += 1
+        settings = {**DEDUP_SETTINGS, "insert_deduplication_token": batch.token}
+        try:
+            for table in sorted(batch.rows):  # a fixed order: a replay repeats the same inserts
+                self.ch.insert(table, batch.rows[table], column_names=self.columns[table], settings=settings)
+        except Exception:
+            self.insert_errors += 1
+            raise  # offsets stay uncommitted: the same range is cut and inserted again after the retry
+        consumer.commit(offsets=[TopicPartition(batch.topic, batch.partition, batch.last_seen + 1)], asynchronous=False)
+        for table, rows in batch.rows.items():
+            self.rows_written[table] += len(rows)
+        self.batches += 1
+        self._pending.pop(key, None)
+        self._backoff = BACKOFF_FIRST_S
 
     def _update_lag(self, consumer: Consumer) -> None:
         lag = {}
@@ -135,8 +362,10 @@ class Sink:
         return {
             "rows_written": dict(self.rows_written),
             "batches": self.batches,
+            "replayed_batches": self.replayed_batches,
             "undecodable": self.undecodable,
             "insert_errors": self.insert_errors,
+            "transient_errors": self.transient_errors,
             "lag": self.lag,
             "last_error": self.last_error,
         }
