@@ -103,7 +103,7 @@ ACTIVITY_NAMES = {
     42: "psi_mem",
 }
 A_CPU, A_PCSW, A_SWAP, A_PAGE, A_MEMORY, A_QUEUE, A_DISK, A_NET_DEV, A_NET_EDEV = 1, 2, 4, 5, 7, 9, 11, 12, 13
-A_IO, A_KTABLES, A_SERIAL, A_NET_NFS, A_NET_NFSD, A_NET_SOCK = 6, 8, 10, 14, 15, 16
+A_IRQ, A_IO, A_KTABLES, A_SERIAL, A_NET_NFS, A_NET_NFSD, A_NET_SOCK = 3, 6, 8, 10, 14, 15, 16
 A_NET_IP, A_NET_EIP, A_NET_ICMP, A_NET_EICMP, A_NET_TCP, A_NET_ETCP, A_NET_UDP = 17, 18, 19, 20, 21, 22, 23
 A_NET_SOCK6, A_NET_IP6, A_NET_EIP6, A_NET_ICMP6, A_NET_EICMP6, A_NET_UDP6 = 24, 25, 26, 27, 28, 29
 A_PWR_CPU, A_HUGE, A_FILESYSTEM, A_NET_SOFT, A_PSI_CPU, A_PSI_IO, A_PSI_MEM = 30, 34, 37, 39, 40, 41, 42
@@ -252,6 +252,7 @@ GROUPED: dict[tuple[int, int], Grouped] = {
     (A_NET_DEV, 0x8D): Grouped(ull=NET_DEV_FIELDS, u=("speed",), chars=(("interface", MAX_IFACE_LEN), ("duplex", 1))),
     (A_NET_EDEV, 0x8C): Grouped(ull=NET_EDEV_FIELDS, chars=(("interface", MAX_IFACE_LEN),)),
     # rd_stats.h of 12.6.1, checked against that version's sadf -j on a fresh recording (tests/unit)
+    (A_IRQ, 0x8C): Grouped(u=("irq_nr",), chars=(("irq_name", 8),)),  # CPUs ("all" first) x interrupts
     (A_IO, 0x8B): Grouped(ull=IO_FIELDS),
     (A_KTABLES, 0x8B): Grouped(ull=("file_used", "inode_used", "dentry_stat", "pty_nr")),
     (A_SERIAL, 0x8B): Grouped(u=("rx", "tx", "frame", "parity", "brk", "overrun", "line")),

@@ -347,6 +347,31 @@ def _snmp(fields: tuple[str, ...], names: str, wrap32: bool = False):  # noqa: A
     return single(dict(zip(fields, names.split(), strict=True)), wrap32)
 
 
+def interrupts(cur: list[dict], prev: list[dict], itv: int, nr2: int) -> Iterator[Item]:
+    """Per interrupt (item: its name, "sum" first; the names are those of the "all" block) the rate on
+    "all" and on each CPU, as sar: the items are CPU-major (all, CPU0, ...) x nr2 interrupts; a CPU whose
+    "sum" was 0 before is left out, one whose "sum" is 0 now (offline) too."""
+    if nr2 < 1 or len(cur) % nr2 or len(prev) != len(cur):
+        return
+    names = [it.get("irq_name", "") for it in cur[:nr2]]
+    n_cpu = len(cur) // nr2
+    shown = []
+    for c in range(n_cpu):
+        if prev[c * nr2].get("irq_nr", 0) == 0 or cur[c * nr2].get("irq_nr", 0) == 0:
+            continue
+        shown.append(c)
+    for i in range(nr2):
+        values: Values = {}
+        for c in shown:
+            now, before = cur[c * nr2 + i].get("irq_nr", 0), prev[c * nr2 + i].get("irq_nr", 0)
+            if c == 0:
+                values["all"] = 0.0 if now < before else sp_value(before, now, itv)
+            else:  # unsigned int difference, as sar's
+                values[f"CPU{c - 1}"] = float((now - before) & 0xFFFFFFFF) / itv * 100
+        if values:
+            yield names[i], values
+
+
 _IO = {"dk_drive": "tps", "dk_drive_rio": "rtps", "dk_drive_rblk": "bread", "dk_drive_wio": "wtps",
        "dk_drive_wblk": "bwrtn", "dk_drive_dio": "dtps", "dk_drive_dblk": "bdscd"}  # fmt: skip
 
@@ -461,6 +486,7 @@ COMPUTE = {
     lay.A_DISK: ("disk", disk, "rate"),
     lay.A_NET_DEV: ("net-dev", net_dev, "rate"),
     lay.A_NET_EDEV: ("net-edev", net_edev, "rate"),
+    lay.A_IRQ: ("interrupts", interrupts, "rate"),
     lay.A_IO: ("io", io, "rate"),
     lay.A_HUGE: ("hugepages", huge, "level"),
     lay.A_KTABLES: (
@@ -547,9 +573,14 @@ RATE_SECTIONS = frozenset(section for section, _fn, kind in COMPUTE.values() if 
 
 
 def figures(
-    cur: dict[int, list[dict]], prev: dict[int, list[dict]], itv: int, sar: tuple[int, ...] = SAR_VERSION
+    cur: dict[int, list[dict]],
+    prev: dict[int, list[dict]],
+    itv: int,
+    sar: tuple[int, ...] = SAR_VERSION,
+    nr2: dict[int, int] | None = None,
 ) -> Iterator[tuple[str, str, Values]]:
-    """(section, item, values) for every known activity present in both records."""
+    """(section, item, values) for every known activity present in both records; nr2: the activities'
+    second dimension (interrupts per CPU), from the file header."""
     for aid, (section, fn, kind) in COMPUTE.items():
         c, p = cur.get(aid), prev.get(aid)
         if not c or p is None:
@@ -559,7 +590,7 @@ def figures(
         elif kind == "rate":
             if not p:
                 continue
-            items = fn(c, p, itv)
+            items = fn(c, p, itv, (nr2 or {}).get(aid, 1)) if aid == lay.A_IRQ else fn(c, p, itv)
         elif aid == lay.A_MEMORY:
             items = fn(c, sar)
         else:

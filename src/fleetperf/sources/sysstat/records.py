@@ -59,6 +59,7 @@ class Collector:
         self.trusted = steal_trusted(header.version)
         self.prev: Record | None = None
         self.sar = options.sar or parse_version(header.version)
+        self.nr2 = {a.id: a.nr2 for a in header.activities}
         self.sequence = 0  # records seen: the resume position (Emitted.snapshot)
 
     def host_config(self) -> Emitted:
@@ -145,7 +146,7 @@ class Collector:
         }
         cpu_all = None
         online = 0
-        for section, item, values in figures(cur.stats, prev.stats, itv or 1, self.sar):
+        for section, item, values in figures(cur.stats, prev.stats, itv or 1, self.sar, self.nr2):
             if section in _RATE_SECTIONS and not plausible:
                 continue
             bad = _out_of_range(section, values)
@@ -201,6 +202,12 @@ _JIFFY_FIELDS = ("user", "nice", "sys", "iowait", "idle", "steal", "hardirq", "s
 
 def _out_of_range(section: str, values: dict[str, float]) -> str:
     """Why these figures cannot be right, or '' (each is >= 0, finite, percentages of CPU time <= 100)."""
+    if values:  # the common case in C builtins: a NaN or inf makes the sum NaN or inf
+        vals = values.values()
+        total, hi = sum(vals), max(vals)
+        bound = 100.0001 if section in PERCENT_SECTIONS else MAX_RATE
+        if min(vals) >= 0 and hi <= bound and total == total and total <= MAX_LEVEL * len(values):
+            return ""
     for name, v in values.items():
         if not 0 <= v <= MAX_LEVEL:  # also NaN
             return f"{name} = {v!r} out of range"
