@@ -147,7 +147,7 @@ def test_item10_missing_option_fails_the_file_before_anything_is_sent() -> None:
 
 def test_item11_five_minute_interval_spread_over_the_minutes_it_covers() -> None:
     text = (DATA / "fcx225_syssumlog.txt").read_text()
-    records = _of(_run(text, day=date(2011, 9, 21), system="ZVM1"), "zvm_system_samples")
+    records = _of(_run(text, day=date(2011, 9, 21), system="ZVM1", window_s=60.0), "zvm_system_samples")
     first = [r for r in records if r["origin"].endswith(":6")]  # the row ending 20:39:44
     assert [(r["ts"], r["interval_s"]) for r in first] == [
         (_ms(2011, 9, 21, 20, 34, 59) + 999, 16.0),  # 20:34:44-20:35:00, in the 20:34 window
@@ -172,6 +172,19 @@ def test_item11_five_minute_interval_spread_over_the_minutes_it_covers() -> None
     assert tv == pytest.approx((total_a + total_b) / (total_a / 1.09 + total_b / 1.12))
     # each 5-minute row gives 6 pieces (its ends are not on a minute), 14 rows
     assert len(records) == 6 * len(FCX225_ROWS)
+
+
+def test_item11_the_pipeline_cuts_at_the_configured_flink_window(tmp_path: Path) -> None:
+    import argparse
+
+    from fleetperf.sources.perfkit.source import PerfkitSource, options_of
+
+    opts = argparse.Namespace(zvm_system="ZVM1", date="2011-09-21")
+    assert options_of(opts).window_s == 60.0  # [flink] window_seconds of config/fleetperf.toml
+    report = tmp_path / "syssum.txt"
+    report.write_text((DATA / "fcx225_syssumlog.txt").read_text())
+    records = [e.record for e in PerfkitSource().read(report, opts) if e.topic_key == "zvm_system_samples"]
+    assert len(records) == 6 * 14 and records[-1]["ts"] == _ms(2011, 9, 21, 21, 44, 44)
 
 
 def test_item11_window_option_off_keeps_one_record_per_interval() -> None:
@@ -266,7 +279,7 @@ def _check_record(topic: str, record: dict, schemas: dict) -> None:
 def test_fuzz_mutants_of_the_test_data() -> None:
     schemas = {t: parse_schema(json.loads((SCHEMAS / f).read_text())) for t, f in _TOPIC_SCHEMA.items()}
     texts = {p.name: p.read_text() for p in sorted(DATA.glob("*.txt"))}
-    given = Options(system="ZVM1", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
+    given = Options(system="ZVM1", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0, window_s=60.0)
     rng = random.Random(19)
     started, slowest, published, letters, refused = clock.monotonic(), 0.0, 0, 0, 0
     for n in range(400):

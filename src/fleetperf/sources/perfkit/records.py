@@ -32,8 +32,9 @@ class Options:
     interval_s: float | None = None  # interval of a one-row log report
     tz: tzinfo = ZoneInfo("UTC")
     guest: str | None = None  # FCX162 saved without its "Resource Usage Log for User X" line (--zvm-guest)
-    # guest and system samples are cut at these boundaries (the Flink window, [flink] window_seconds):
-    # a window then holds the part of each interval measured inside it; None: one record per interval
+    # guest and system samples cut at these boundaries (the Flink window, [flink] window_seconds, which
+    # the pipeline's PerfkitSource passes): a window then holds the part of each interval measured
+    # inside it. None: one record per report row, as the report prints it.
     window_s: float | None = 60.0
 
     def __post_init__(self) -> None:

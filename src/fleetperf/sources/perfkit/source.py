@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Iterator
 from datetime import date, time
 from pathlib import Path
 
+from fleetperf import config
 from fleetperf.ingest.records import Emitted
 from fleetperf.sources.base import TZ, Option, Source, tz_of
 from fleetperf.sources.perfkit import parser
@@ -42,7 +44,16 @@ def options_of(opts: argparse.Namespace) -> Options:
         interval_s=getattr(opts, "interval_seconds", None),
         tz=tz_of(opts),
         guest=getattr(opts, "zvm_guest", None),
+        window_s=window_seconds(),
     )
+
+
+@functools.cache
+def window_seconds() -> float:
+    """The Flink job's window ([flink] window_seconds, env FLEETPERF__FLINK__WINDOW_SECONDS): guest and
+    system samples are cut at its boundaries so that each window holds what was measured in it
+    (README, "Time: what a record covers")."""
+    return float(config.load()["flink"]["window_seconds"])
 
 
 class PerfkitSource(Source):
