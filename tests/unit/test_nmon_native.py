@@ -141,11 +141,13 @@ def test_quirks_in_random_chunks(tmp_path: Path) -> None:
     assert topics.count("dead_letters") == 10
     assert topics.count("nmon_snapshots") == 3
     # an AAA line between snapshots changes the identity of the records completed after it (T0002
-    # completes at the next ZZZZ, after the AAA line)
+    # completes at the next ZZZZ, after the AAA line); a record's position is its snapshot's first
+    # byte + 1 (T0001's first line is its CPU_ALL data line, before its ZZZZ)
+    data = QUIRKS.encode()
     assert [(w[1], w[2]) for w in want if w[0] == "nmon_snapshots"] == [
-        ("0ABCDEF-2", 1),
-        ("0ABCDEF-3", 2),
-        ("0ABCDEF-3", 3),
+        ("0ABCDEF-2", data.index(b"CPU_ALL,T0001") + 1),
+        ("0ABCDEF-3", data.index(b"ZZZZ,T0002") + 1),
+        ("0ABCDEF-3", data.index(b"ZZZZ,T0003") + 1),
     ]
     rng = random.Random(7)
     for _ in range(20):

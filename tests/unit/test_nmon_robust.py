@@ -326,6 +326,19 @@ def test_spliced_file_second_snapshot_with_a_known_time_is_a_dead_letter(kind: s
     ]
 
 
+@pytest.mark.parametrize("kind", PARSERS)
+def test_record_positions_increase_in_file_order_even_when_tags_restart(kind: str) -> None:
+    """Emitted.snapshot is where a re-run resumes (sources/base.py): the snapshot's first byte + 1,
+    so the spliced file's second T0003 is not taken for the first one."""
+    name = "splice_spliced.nmon"
+    data = own_file(name)
+    snaps = [e for e in run(kind, name, data)[0] if e.topic_key == "nmon_snapshots"]
+    positions = [e.snapshot for e in snaps]
+    assert positions == sorted(set(positions))
+    second_t0003 = data.index(b"ZZZZ,T0003", data.index(b"ZZZZ,T0003") + 1)
+    assert positions[-1] == second_t0003 + 1
+
+
 # 6: content sniffing --------------------------------------------------------------------------------
 
 
@@ -337,6 +350,7 @@ def test_sniff() -> None:
     assert sniff.problem(b"") == sniff.problem(b" \n\r\n") == sniff.EMPTY
     assert sniff.problem(b"PK\x03\x04") == sniff.NOT_NMON
     assert sniff.problem(b"\x1f\x8bjunk") == sniff.NOT_NMON
+    assert sniff.sniff(sniff.BOM + b"AAA,progname,topas_nmon\n")
 
 
 @pytest.mark.parametrize("kind", PARSERS)
@@ -348,6 +362,9 @@ def test_not_nmon_and_empty_give_one_message(kind: str) -> None:
     assert parser.rejected == sniff.NOT_NMON and parser.resume_offset == 0
     out, parser = run(kind, "empty.nmon", b"")
     assert [decoded(e)["error"] for e in out] == [sniff.EMPTY] and parser.rejected == sniff.EMPTY
+    # a UTF-8 byte order mark before AAA is nmon (some editors and copies add one)
+    out, parser = run(kind, "bom.nmon", sniff.BOM + own_file("oldbox_nmon13.nmon"))
+    assert parser.rejected is None and len(by_topic(out)["cpu_samples"]) == 3
 
 
 # 7: bounded memory ------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from fleetperf.sources.nmon.parser import (
     FileRejectedError,
     LineError,
     NmonParser,
+    position,
     read_chunks,
 )
 
@@ -245,9 +246,10 @@ class NativeNmonParser:
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
         if kind == "snapshot":
-            _, number, values, snapshot, cpu, position, key = event
-            if position < self.resume_from:
+            _, _number, values, snapshot, cpu, first_offset, key = event
+            if first_offset < self.resume_from:
                 return
+            number = position(first_offset)
             self.snapshots_emitted += 1
             self.values_emitted += values
             if cpu is not None:

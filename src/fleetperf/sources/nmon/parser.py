@@ -267,6 +267,7 @@ class NmonParser:
         if not line.strip():
             return
         if not self.started:
+            line = line.removeprefix(sniff.BOM)
             if not sniff.first_line_ok(line):
                 yield from self._reject(sniff.NOT_NMON, line_no, offset, line)
                 return
@@ -545,7 +546,9 @@ class NmonParser:
         assert snap.ts is not None
         values = sum(len(r["values"]) for r in snap.rows)  # type: ignore[misc,arg-type]
         head = self.snapshot_head(snap.tag, snap.ts)
-        number = _tag_number(snap.tag)
+        # the record's position for resuming (sources/base.py: increasing in file order): the byte
+        # after which the snapshot starts, not its tag number, which starts again in spliced files
+        number = position(snap.first_offset)
         if snap.cpu:
             cpu = Emitted("cpu_samples", self.cpu_sample(head, snap.cpu), key=self.host_id, snapshot=number)
             yield snap.first_offset, cpu
@@ -646,6 +649,12 @@ def _checked_numbers(
             # a section we do not know may carry text anywhere: keep it as a label
             labels[header.columns[i]] = raw.decode("utf-8", "replace").strip()
     return numbers
+
+
+def position(first_offset: int) -> int:
+    """Emitted.snapshot of a snapshot's records: its first byte offset + 1 (never 0). Skipping
+    records with Emitted.snapshot <= resume_offset is what resume_from does."""
+    return first_offset + 1
 
 
 def _tag_number(tag: bytes) -> int:

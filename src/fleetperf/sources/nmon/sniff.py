@@ -16,8 +16,11 @@ EMPTY = "empty file"
 HEAD_BYTES = 4096
 
 
+BOM = b"\xef\xbb\xbf"  # some writers (and editors) put a UTF-8 byte order mark first
+
+
 def first_line_ok(line: bytes) -> bool:
-    """The first non-blank line of a file (without its end of line)."""
+    """The first non-blank line of a file (without its end of line and its BOM)."""
     return line.startswith(b"AAA,")
 
 
@@ -31,7 +34,7 @@ def problem(head: bytes) -> str | None:
             return NOT_NMON
     for line in head.split(b"\n"):
         if line.strip():  # blank as the parsers see it (bytes.strip)
-            return None if first_line_ok(line) else NOT_NMON
+            return None if first_line_ok(line.removeprefix(BOM)) else NOT_NMON
     return EMPTY
 
 

@@ -163,6 +163,9 @@ fn is_config_tag(tag: &[u8]) -> bool {
 /// which words the error.
 const MAX_TAG_CHARS: usize = 10;
 
+/// A UTF-8 byte order mark before the first line (sniff.py BOM).
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
 fn is_snapshot_tag(s: &[u8]) -> bool {
     s.len() > 1 && s.len() <= MAX_TAG_CHARS && s[0] == b'T' && s[1..].iter().all(u8::is_ascii_digit)
 }
@@ -576,13 +579,16 @@ impl Scanner {
             return Ok(());
         }
         let end = raw.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |p| p + 1);
-        let line = &raw[..end];
+        let mut line = &raw[..end];
         if strip_bytes(line).is_empty() {
             return Ok(());
         }
         self.flush_config(py)?;
-        if !self.sniffed(py, line, line_no, offset) {
-            return Ok(());
+        if !self.started {
+            line = line.strip_prefix(BOM).unwrap_or(line);
+            if !self.sniffed(py, line, line_no, offset) {
+                return Ok(());
+            }
         }
         self.cut_offset = Some(offset);
         let message = self.limits.cut.clone();
@@ -605,12 +611,13 @@ impl Scanner {
             return Ok(());
         }
         let end = raw.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |p| p + 1);
-        let line = &raw[..end];
+        let mut line = &raw[..end];
         if strip_bytes(line).is_empty() {
             return Ok(());
         }
         if !self.started {
             self.flush_config(py)?;
+            line = line.strip_prefix(BOM).unwrap_or(line);
             if !self.sniffed(py, line, line_no, offset) {
                 return Ok(());
             }
