@@ -190,6 +190,11 @@ class NativeNmonParser:
             if self.resume_from <= 0:
                 yield self.lines.config_record()
 
+    def flush_open_snapshot(self) -> Iterator[Emitted]:
+        """As NmonParser.flush_open_snapshot (a live file gone quiet)."""
+        for event in self.scanner.flush_open(self._context()):
+            yield from self._event(event)
+
     # called by the scanner for every line that is not data of a known section
     def scan_control(self, tag: bytes, rest: bytes, line: bytes, line_no: int) -> tuple[object, ...] | None:
         try:

@@ -339,6 +339,21 @@ class NmonParser:
         if not self.config_emitted and self.first_ts is not None:
             yield 0, self.config_record()
 
+    def flush_open_snapshot(self) -> Iterator[Emitted]:
+        """A live file whose writer has been quiet (nmon writes a snapshot in one burst): the open
+        snapshots that have their ZZZZ time and data lines are complete, so they are published now
+        rather than when the next ZZZZ line arrives, which then finds them gone. A data line of a
+        flushed snapshot that still comes has no open ZZZZ: a dead letter when it closes. Nothing
+        while a line is half-read (feed_chunk) or the file is rejected or cut."""
+        return self._out(self._flush_open())
+
+    def _flush_open(self) -> Iterator[tuple[int, Emitted]]:
+        if self.rejected or self.cut_offset is not None or self._carry or self._skipping is not None:
+            return
+        done = [t for t, s in self.snapshots.items() if s.ts is not None and s.lines]
+        for tag in sorted(done, key=_tag_number):
+            yield from self._close(self.snapshots.pop(tag))
+
     def _out(self, items: Iterator[tuple[int, Emitted]]) -> Iterator[Emitted]:
         """Counts what leaves; holds back what an earlier run published (resume_from)."""
         for position, emitted in items:

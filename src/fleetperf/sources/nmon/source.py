@@ -4,11 +4,12 @@ native/) reads batch files in chunks; without it, and for one line at a time, th
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.base import TZ, Source, Tail, tz_of
+from fleetperf.sources.base import TZ, Option, Source, Tail, tz_of
 from fleetperf.sources.nmon import native_parser
 from fleetperf.sources.nmon.parser import NmonParser, open_binary
 
@@ -47,10 +48,37 @@ class NmonSource(Source):
         return NmonTail(path, opts)
 
 
-class NmonTail(Tail):
-    """Complete lines only; a snapshot is published when the next ZZZZ line shows it complete."""
+# nmon writes a snapshot in one burst (its ZZZZ line and every section's line within milliseconds)
+# and then nothing until the next interval: a file quiet this long after a complete line holds
+# complete snapshots only
+QUIET_SECONDS = 2.0
+QUIET = Option(
+    ("--nmon-quiet",),
+    {
+        "type": float,
+        "default": QUIET_SECONDS,
+        "dest": "nmon_quiet",
+        "help": f"following nmon: publish a snapshot once the file has not grown for this many seconds after "
+        f"its last complete line, not at the next ZZZZ line (default {QUIET_SECONDS:g}; negative: at the next ZZZZ)",
+    },
+)
 
-    def __init__(self, path: Path, opts: argparse.Namespace) -> None:
+
+class NmonTail(Tail):
+    """Complete lines only. A snapshot is published when the file has been quiet for `nmon_quiet`
+    seconds (QUIET_SECONDS; measured from the file's modification time, i.e. nmon's last write)
+    after a complete line, or when the next ZZZZ line shows it complete, whichever comes first: a
+    live snapshot reaches Kafka seconds after nmon wrote it, not one interval later. A flushed
+    snapshot is gone from the parser, so its next ZZZZ does not publish it again; a data line of it
+    that nmon writes only after the quiet period is a dead letter (no ZZZZ of its own), so the
+    quiet period must exceed the longest pause nmon makes inside a snapshot (milliseconds).
+
+    The Flink job closes a window when its stream's newest sample is `out_of_orderness_seconds`
+    past the window end (stream-jobs/README.md): with snapshots every I seconds a window is final
+    once the first snapshot at or after end + allowance is published, i.e. about
+    ceil(allowance / I) * I + quiet + poll seconds after the window end."""
+
+    def __init__(self, path: Path, opts: argparse.Namespace, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         tz = tz_of(opts)
         self.native = native_parser.NativeNmonParser(str(path), tz) if native_parser.available() else None
@@ -58,6 +86,9 @@ class NmonTail(Tail):
         self.offset = 0  # bytes of complete lines read
         self.line_no = 0
         self.partial = b""
+        self.quiet = float(getattr(opts, "nmon_quiet", QUIET_SECONDS))
+        self.clock = clock  # wall clock, compared with the file's modification time
+        self.unflushed = False  # complete lines read since the last quiet flush
 
     @property
     def host_id(self) -> str | None:
@@ -67,17 +98,25 @@ class NmonTail(Tail):
         with open_binary(self.path) as handle:
             handle.seek(self.offset + len(self.partial))
             data = self.partial + handle.read()
+        # after the read: a write since then makes the file look busy, never quiet too early
+        modified = self.path.stat().st_mtime
         cut = data.rfind(b"\n") + 1
         complete, self.partial = data[:cut], data[cut:]  # an incomplete last line waits for the rest
+        if complete:
+            self.unflushed = True
         if self.native is not None:
             yield from self.native.feed(complete)
             self.offset += len(complete)
-            return
-        for line in complete.split(b"\n")[:-1]:
-            self.line_no += 1
-            raw = line + b"\n"
-            yield from self.lines.feed(raw, self.line_no, self.offset)
-            self.offset += len(raw)
+        else:
+            for line in complete.split(b"\n")[:-1]:
+                self.line_no += 1
+                raw = line + b"\n"
+                yield from self.lines.feed(raw, self.line_no, self.offset)
+                self.offset += len(raw)
+        if self.unflushed and not self.partial and 0 <= self.quiet <= self.clock() - modified:
+            # quiet after complete lines: what the parser holds open is complete
+            self.unflushed = False
+            yield from (self.native or self.lines).flush_open_snapshot()
 
     def finish(self) -> Iterator[Emitted]:
         yield from (self.native or self.lines).finish()

@@ -499,6 +499,25 @@ impl Scanner {
         }
         self.take_events(py)
     }
+    /// A live file whose writer has been quiet (nmon writes a snapshot in one burst): the open
+    /// snapshots that have their ZZZZ time and data lines are complete; closed now rather than at
+    /// the next ZZZZ line, which then finds them gone (parser.py `flush_open_snapshot`). Nothing
+    /// while a line is half-read.
+    fn flush_open<'py>(&mut self, py: Python<'py>, context: (Vec<String>, Vec<f64>)) -> PyResult<Bound<'py, PyList>> {
+        if self.rejected.is_some() || self.cut_offset.is_some() || !self.carry.is_empty() || self.skipping.is_some() {
+            return self.take_events(py);
+        }
+        self.flush_config(py)?;
+        self.context = Context { strings: context.0, doubles: context.1 };
+        let (mut done, keep): (Vec<Snap>, Vec<Snap>) =
+            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.ts.is_some() && s.lines > 0);
+        self.snaps = keep;
+        done.sort_by_key(|s| s.number);
+        for snap in done {
+            self.close(py, snap);
+        }
+        self.take_events(py)
+    }
 }
 
 impl Scanner {
