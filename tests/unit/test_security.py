@@ -206,6 +206,15 @@ REFUSED = {
     "url() in EXPLAIN": "EXPLAIN PIPELINE SELECT * FROM url('http://127.0.0.1:1/', 'LineAsString')",
     "DESCRIBE table function": "DESCRIBE TABLE file('{victim}', 'LineAsString')",
     "two statements": "SELECT 1; DROP TABLE schema_migrations",
+    # spellings that must not slip past the statement check
+    "backquoted file": "SELECT * FROM `file`('{victim}', 'LineAsString')",
+    "upper-case FILE scalar": "SELECT FILE('{victim}')",
+    "file() inside view()": "SELECT * FROM view(SELECT * FROM file('{victim}', 'LineAsString'))",
+    "file() in a UNION": "SELECT 'a' UNION ALL SELECT * FROM file('{victim}', 'LineAsString')",
+    "file() in a CTE": "WITH x AS (SELECT * FROM file('{victim}', 'LineAsString')) SELECT * FROM x",
+    "file() in a JOIN": "SELECT * FROM numbers(1) AS n JOIN file('{victim}', 'LineAsString') AS f ON 1",
+    "file() hidden by a comment": "SELECT * FROM fi/**/le('{victim}', 'LineAsString')",
+    "merge() over other databases": "SELECT * FROM merge('system', '^one$')",
 }
 
 
