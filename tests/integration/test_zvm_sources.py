@@ -48,7 +48,10 @@ def test_tv_ratio_from_toolkit_and_monitor_records(stack: Settings, tmp_path: Pa
                 producer.send(e.topic_key, e.record, key=e.key)
     system = [
         e
-        for e in records_of_file(DATA / "fcx225_syssumlog.txt", Options(system="ZVMSUM", day=date(2011, 9, 21)))
+        # one record per 5-minute row (window_s=None), so each window holds exactly one row's T/V
+        for e in records_of_file(
+            DATA / "fcx225_syssumlog.txt", Options(system="ZVMSUM", day=date(2011, 9, 21), window_s=None)
+        )
         if e.topic_key == "zvm_system_samples"
     ]
     for e in system:

@@ -69,7 +69,8 @@ def test_toolkit_records_land_in_their_tables(embedded_path: Path) -> None:
     from fleetperf.sources.perfkit.records import Options, records_of_scan
     from tests.unit.test_perfkit import DATA
 
-    options = Options(system="VMLINUX7", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0)
+    # one record per report row (window_s=None): this test checks the rows, not their cut at window edges
+    options = Options(system="VMLINUX7", day=date(2011, 9, 21), at=time(11, 40, 1), interval_s=60.0, window_s=None)
     names = ("fcx112_user.txt", "fcx225_syssumlog.txt", "fcx126_lpar.txt")
     ch = _loaded(
         embedded_path, "perfkit_test", [e for n in names for e in records_of_scan(scan_file(DATA / n), options)]

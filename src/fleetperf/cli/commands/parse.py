@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     problems.append(f"{candidate.path}: a {emitted.topic_key} record held a non-finite number")
         except FILE_ERRORS as exc:
             failed += 1
-            print(f"cannot read {candidate.path}: {exc}", file=sys.stderr)
+            print(f"cannot read {candidate.path}: {str(exc).removeprefix(f'{candidate.path}: ')}", file=sys.stderr)
     for message in problems:
         print(f"bad input: {message}", file=sys.stderr)
     made = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no records"
