@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,8 @@ class AvroProducer:
 
     def __init__(self, settings: Settings, **conf: Any) -> None:
         self.settings = settings
-        self.errors: list[str] = []
+        self._deliveries = _Deliveries()
+        self.errors = self._deliveries.errors  # permanent failures since the last flush()
         client = registry_client(settings)
         base = {
             **kafka_client_config(settings),
@@ -103,13 +105,14 @@ class AvroProducer:
             # only failures come back to Python: a callback per acknowledged record costs as much
             # as producing it
             "delivery.report.only.error": True,
-            "on_delivery": _collect_errors(self.errors),
+            "on_delivery": self._deliveries,
         }
         base.update(conf)
         self._producer = Producer(base)
         self._client = client
         self._frames: dict[str, tuple[str, bytes, Any]] = {}
         self._unpolled = 0
+        self.retried = 0
 
     def _frame(self, topic_key: str) -> tuple[str, bytes, Any]:
         """Topic name, Confluent frame header, parsed schema."""
@@ -133,7 +136,22 @@ class AvroProducer:
         name, header, _ = self._frame(topic_key)
         self._produce(name, header + avro, key)
 
-    def _produce(self, topic: str, value: bytes, key: str | None) -> None:
+    def _produce(self, topic: str, value: bytes, key: str | bytes | None) -> None:
+        if self._deliveries.retry:  # failed deliveries first: they re-enter the bounded queue
+            self._requeue()
+        self._put(topic, value, key)
+
+    def _requeue(self) -> None:
+        """Records whose delivery failed with a retriable error (the broker unreachable longer
+        than message.timeout.ms, not enough in-sync replicas...) are produced again. Taken one at a
+        time: a BufferError inside _put polls, and that poll may add to the list."""
+        retry = self._deliveries.retry
+        while retry:
+            topic, key, value = retry.pop(0)
+            self.retried += 1
+            self._put(topic, value, key)
+
+    def _put(self, topic: str, value: bytes, key: str | bytes | None) -> None:
         while True:
             try:
                 self._producer.produce(topic, value=value, key=key)
@@ -147,23 +165,69 @@ class AvroProducer:
             self._unpolled = 0
 
     def flush(self, timeout: float = 60.0) -> None:
-        remaining = self._producer.flush(timeout)
+        """Waits until every record is acknowledged, producing again those whose delivery failed
+        with a retriable error. Raises for what is still in flight at the timeout (those records
+        stay queued and are still delivered later) and for permanent failures since the last
+        flush; either way the error list starts empty again, so one failure does not end a
+        long-running `--follow` or `collect`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = self._producer.flush(max(0.0, min(1.0, deadline - time.monotonic())))
+            if self._deliveries.retry:
+                self._requeue()
+                remaining = len(self._producer)
+            if not remaining or time.monotonic() >= deadline:
+                break
+        failed = list(self.errors)
+        self.errors.clear()
+        if failed:
+            raise RuntimeError(f"delivery failed permanently for {len(failed)} records: {failed[:3]}")
         if remaining:
-            raise RuntimeError(f"{remaining} records not delivered within {timeout}s")
-        if self.errors:
-            raise RuntimeError(f"delivery failed: {self.errors[:3]}")
+            raise RuntimeError(f"{remaining} records not delivered within {timeout}s (still queued, retrying)")
 
 
-def _collect_errors(errors: list[str]):  # noqa: ANN202
-    """The delivery callback. It holds the list, not the AvroProducer: a bound method would make a
-    cycle (producer -> callback -> producer) that only the cyclic collector frees, and until then
-    librdkafka's threads live on and keep reconnecting."""
+# Errors a new attempt can cure, beyond those librdkafka flags retriable itself: its own timeouts
+# once a broker was unreachable longer than message.timeout.ms, and a cluster short of replicas.
+RETRIABLE_CODES = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    }
+)
 
-    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
-        if err is not None:
-            errors.append(str(err))
 
-    return on_delivery
+def retriable(err: KafkaError) -> bool:
+    """A fatal error (the idempotent producer's state is lost) is never retried here."""
+    return not err.fatal() and (err.retriable() or err.code() in RETRIABLE_CODES)
+
+
+class _Deliveries:
+    """The delivery callback (only failures arrive: delivery.report.only.error). It holds two
+    lists, not the AvroProducer: a bound method would make a cycle (producer -> callback ->
+    producer) that only the cyclic collector frees, and until then librdkafka's threads live on
+    and keep reconnecting. Retriable failures keep the record to produce it again; the rest are
+    reported by the next flush()."""
+
+    __slots__ = ("errors", "retry")
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.retry: list[tuple[str, bytes | None, bytes]] = []
+
+    def __call__(self, err: KafkaError | None, msg: Any) -> None:  # noqa: ANN401
+        if err is None:
+            return
+        if retriable(err):
+            self.retry.append((msg.topic(), msg.key(), msg.value()))
+        else:
+            self.errors.append(f"{msg.topic()}: {err}")
 
 
 def deserializers(settings: Settings) -> dict[str, AvroDeserializer]:

@@ -245,21 +245,18 @@ class Sink:
             batch = Batch(key[0], key[1], recorded[0] if inside else offset, recorded[1] if inside else None)
             self._pending[key] = batch
         self._decode_into(msg, batch)
-        if batch.recorded_last is not None and offset >= batch.recorded_last:
+        if batch.recorded_last is not None:
+            if offset >= batch.recorded_last:
+                self._flush(consumer, batch)
+        elif batch.messages >= self.batch_rows or batch.row_count >= self.batch_rows:
             self._flush(consumer, batch)
 
     def flush_due(self, consumer: Any, force: bool = False) -> None:  # noqa: ANN401
-        """Cuts the free batches that are full or old enough (recorded ranges end where recorded)."""
+        """Cuts the free batches older than batch_seconds (full ones are cut in add(); recorded
+        ranges end where they were recorded). `force` cuts every batch (tests)."""
         now = time.monotonic()
         for batch in list(self._pending.values()):
-            if batch.recorded_last is not None and not force:
-                continue
-            if (
-                force
-                or batch.row_count >= self.batch_rows
-                or batch.messages >= self.batch_rows
-                or now - batch.started >= self.batch_seconds
-            ):
+            if force or (batch.recorded_last is None and now - batch.started >= self.batch_seconds):
                 self._flush(consumer, batch)
 
     def _recorded_range(self, key: tuple[str, int], offset: int) -> tuple[int, int] | None:

@@ -1,0 +1,503 @@
+"""The sink never drops data and never counts twice (issue 23 item 4), on the real embedded engine.
+
+The Kafka consumer is a stand-in (messages and commits in memory); the decoder, the row mapper,
+the batch cutting, the inserts with their deduplication tokens and the materialized-view rollups
+are the sink's own against chDB. The oracles are independent of the sink's writer: the expected
+rows are the records the test encoded itself, counted by plain SQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import io
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+from fastavro import parse_schema, schemaless_writer
+
+from fleetperf import config
+from fleetperf.kafka_avro import AvroProducer, _Deliveries, retriable
+from fleetperf.warehouse.clickhouse import migrate, statements
+from fleetperf.warehouse.sink import Sink, TransientError, UndecodableError, registry_fetcher
+from tests.conftest import embedded_settings
+
+SCHEMA_IDS = {"derived_metrics": 7, "cpu_samples": 8, "dead_letters": 9}
+
+
+def _schema(key: str) -> Any:  # noqa: ANN401
+    return parse_schema(json.loads(config.load({}).topic(key).schema_text()))
+
+
+class Registry:
+    """Schema ids the test serves; `down` makes every lookup fail as an outage would."""
+
+    def __init__(self) -> None:
+        self.schemas = {sid: _schema(key) for key, sid in SCHEMA_IDS.items()}
+        self.down = False
+        self.lookups = 0
+
+    def __call__(self, schema_id: int) -> Any:  # noqa: ANN401
+        self.lookups += 1
+        if self.down:
+            raise TransientError("registry unreachable (test)")
+        if schema_id not in self.schemas:
+            raise UndecodableError(f"schema id {schema_id} is unknown to the registry (404)")
+        return self.schemas[schema_id]
+
+
+def frame(key: str, record: dict[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    buf.write(b"\0" + SCHEMA_IDS[key].to_bytes(4, "big"))
+    schemaless_writer(buf, _schema(key), record)
+    return buf.getvalue()
+
+
+@dataclass
+class Msg:
+    _topic: str
+    _partition: int
+    _offset: int
+    _value: bytes | None
+    _key: bytes | None = b"k"
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def error(self) -> None:
+        return None
+
+
+class Consumer:
+    """Commits in memory; `fail_commit` makes the next commit raise (a crash before the commit)."""
+
+    def __init__(self) -> None:
+        self.committed: dict[tuple[str, int], int] = {}
+        self.fail_commit = False
+
+    def commit(self, offsets: list[Any], asynchronous: bool = True) -> None:  # noqa: ANN401
+        if self.fail_commit:
+            self.fail_commit = False
+            raise RuntimeError("broker gone before the commit (test)")
+        for tp in offsets:
+            self.committed[(tp.topic, tp.partition)] = tp.offset
+
+
+class FailingInserts:
+    """A client that fails the insert into `table` once (a crash between two tables of a batch)."""
+
+    def __init__(self, ch: Any, table: str) -> None:  # noqa: ANN401
+        self._ch, self._table = ch, table
+
+    def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        if table == self._table:
+            self._table = ""
+            raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
+        return self._ch.insert(table, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        return getattr(self._ch, name)
+
+
+T0 = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)  # the windows cross a month (two parts per insert)
+
+
+def windows(n: int, entity: str = "lpar1") -> list[dict[str, Any]]:
+    return [
+        {
+            "entity_id": entity,
+            "entity_name": entity,
+            "metric": "physc",
+            "window_start": T0 + timedelta(minutes=i),
+            "window_end": T0 + timedelta(minutes=i + 1),
+            "value": 0.25 * (i % 7),
+            "samples": 6,
+            "is_final": True,
+            "emitted_at": T0 + timedelta(minutes=i + 1, seconds=5),
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
+    database = "sinkdur_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
+    yield settings, ch
+    ch.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+def _sink(settings: config.Settings, ch: Any, registry: Registry, batch_rows: int = 50000) -> Sink:  # noqa: ANN401
+    sink = Sink(settings, ch, fetch=registry)
+    sink.batch_rows = batch_rows
+    sink.batch_seconds = 3600.0  # cuts by size only: the test decides the ranges, not the clock
+    return sink
+
+
+def _feed(sink: Sink, consumer: Consumer, msgs: list[Msg], chunk: int) -> None:
+    """Messages in consume() calls of `chunk` each, cutting free batches by size as _loop does."""
+    for i in range(0, len(msgs), chunk):
+        for m in msgs[i : i + chunk]:
+            sink.add(consumer, m)
+        sink.flush_due(consumer)
+    sink.flush_due(consumer, force=True)
+
+
+def _totals(ch: Any) -> dict[str, Any]:  # noqa: ANN401
+    return {
+        "derived_raw": ch.query("SELECT count(), sum(toDecimal64(value, 4)) FROM derived_metrics").result_rows,
+        "hourly": ch.query(
+            "SELECT hour, windows, toDecimal64(avg_value, 6), max_value FROM metrics_hourly_v ORDER BY hour"
+        ).result_rows,
+        "daily": ch.query(
+            "SELECT day, windows, toDecimal64(avg_value, 6) FROM metrics_daily_v ORDER BY day"
+        ).result_rows,
+        "dead_letters": ch.query("SELECT count() FROM dead_letters").result_rows,
+    }
+
+
+TOPIC = "fleetperf.derived-metrics.v1"
+
+
+def test_a_replayed_range_is_dropped_by_clickhouse_and_the_rollups_stay_exact(warehouse: Any) -> None:
+    settings, ch = warehouse
+    registry = Registry()
+    msgs = [Msg(TOPIC, 0, o, frame("derived_metrics", w)) for o, w in enumerate(windows(150))]
+    consumer = Consumer()
+    first = _sink(settings, ch, registry, batch_rows=40)
+    _feed(first, consumer, msgs, chunk=25)
+    assert consumer.committed[(TOPIC, 0)] == 150
+    once = _totals(ch)
+    # independent oracle: 150 final windows from 22:00 on 31 March: 60 + 60 in two hours, 30 on 1 April
+    assert once["derived_raw"][0][0] == 150
+    assert [(h.hour, n) for h, n, *_ in once["hourly"]] == [(22, 60), (23, 60), (0, 30)]
+    ranges = ch.query("SELECT first_offset, last_offset FROM sink_batches FINAL ORDER BY first_offset").result_rows
+    assert ranges == [(0, 39), (40, 79), (80, 119), (120, 149)]
+
+    # the group's offsets reset to 0: a new sink with other consume() sizes replays everything
+    replay = _sink(settings, ch, registry, batch_rows=1000)
+    _feed(replay, Consumer(), msgs, chunk=7)
+    assert replay.replayed_batches == 4
+    assert _totals(ch) == once
+
+    # control: without the recorded ranges the same replay is cut differently and double-counts
+    ch.command("TRUNCATE TABLE sink_batches")
+    _feed(_sink(settings, ch, registry, batch_rows=1000), Consumer(), msgs, chunk=7)
+    assert ch.query("SELECT sum(windows) FROM metrics_hourly_v").result_rows == [(300,)]
+
+
+def test_a_crash_between_two_tables_and_before_the_commit_loses_and_doubles_nothing(warehouse: Any) -> None:
+    settings, ch = warehouse
+    registry = Registry()
+    values = [frame("derived_metrics", w) for w in windows(20)]
+    values[5] = b"\x07garbage"  # one dead letter in the range: two tables (dead_letters, derived_metrics)
+    msgs = [Msg(TOPIC, 0, o, v) for o, v in enumerate(values)]
+
+    # dead_letters is inserted, then ClickHouse fails on derived_metrics: nothing committed
+    consumer = Consumer()
+    crashing = _sink(settings, FailingInserts(ch, "derived_metrics"), registry, batch_rows=100)
+    with pytest.raises(ConnectionError):
+        _feed(crashing, consumer, msgs, chunk=20)
+    assert consumer.committed == {}
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(1,)]
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(0,)]
+
+    # after the retry every insert went in, but the broker dies before the commit
+    retry = _sink(settings, ch, registry, batch_rows=100)
+    consumer.fail_commit = True
+    with pytest.raises(RuntimeError):
+        _feed(retry, consumer, msgs, chunk=3)
+    assert consumer.committed == {}
+
+    # the next retry repeats the range: dropped, then committed
+    again = _sink(settings, ch, registry, batch_rows=100)
+    _feed(again, consumer, msgs, chunk=11)
+    assert consumer.committed == {(TOPIC, 0): 20}
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(1,)]
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(19,)]
+    assert ch.query("SELECT sum(windows) FROM metrics_hourly_v").result_rows == [(19,)]
+
+
+def test_a_registry_outage_commits_nothing_and_dead_letters_nothing(warehouse: Any) -> None:
+    settings, ch = warehouse
+    registry = Registry()
+    registry.down = True
+    msgs = [Msg(TOPIC, 0, o, frame("derived_metrics", w)) for o, w in enumerate(windows(10))]
+    consumer = Consumer()
+    sink = _sink(settings, ch, registry)
+    with pytest.raises(TransientError):
+        _feed(sink, consumer, msgs, chunk=10)
+    assert consumer.committed == {} and sink.undecodable == 0
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
+
+    registry.down = False  # back: the restarted loop reads from the committed offset (none)
+    _feed(_sink(settings, ch, registry), consumer, msgs, chunk=10)
+    assert consumer.committed == {(TOPIC, 0): 10}
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(10,)]
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
+
+
+def test_only_undecodable_messages_are_dead_letters_with_all_their_bytes(warehouse: Any) -> None:
+    settings, ch = warehouse
+    good = frame("derived_metrics", windows(1)[0])
+    long_garbage = bytes(range(256)) * 20  # 5 KB: more than the old 1 KB cut
+    bad = {
+        1: b"\x01" + good[1:],  # magic byte 1
+        2: b"\0\0\0\0\x63" + good[5:],  # schema id 99: the registry answers 404
+        3: good[:5] + b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",  # Avro body that does not read
+        4: b"\0\0",  # shorter than the header
+        5: long_garbage,
+    }
+    msgs = [Msg(TOPIC, 3, 0, good)] + [Msg(TOPIC, 3, o, v, f"key{o}".encode()) for o, v in bad.items()]
+    msgs.append(Msg(TOPIC, 3, 6, good))
+    consumer = Consumer()
+    sink = _sink(settings, ch, Registry())
+    _feed(sink, consumer, msgs, chunk=10)
+    assert consumer.committed == {(TOPIC, 3): 7} and sink.undecodable == 5
+    rows = ch.query(
+        "SELECT kafka_offset, kafka_topic, kafka_partition, kafka_key_base64, kafka_value_base64, error, "
+        "origin_file, byte_offset FROM dead_letters FINAL ORDER BY kafka_offset"
+    ).result_rows
+    assert [r[0] for r in rows] == [1, 2, 3, 4, 5]
+    for offset, topic, partition, key, value, error, origin, byte_offset in rows:
+        assert (topic, partition, byte_offset, origin) == (TOPIC, 3, offset, f"kafka://{TOPIC}/3")
+        assert base64.b64decode(value) == bad[offset] and base64.b64decode(key) == f"key{offset}".encode()
+        assert error.startswith("undecodable message: ")
+    assert "magic byte 1" in rows[0][5] and "(404)" in rows[1][5] and "does not decode" in rows[2][5]
+    assert ch.query("SELECT count() FROM derived_metrics FINAL").result_rows == [(1,)]  # both good ones: one key
+
+
+def test_collector_dead_letters_carry_their_kafka_coordinates(warehouse: Any) -> None:
+    settings, ch = warehouse
+    record = {
+        "source": "nmon",
+        "origin_file": "/x/host.nmon",
+        "line": 12,
+        "byte_offset": 345,
+        "error": "not a number",
+        "raw": "CPU_ALL,T0001,abc",
+        "detected_at": T0,
+    }
+    topic = settings.topic("dead_letters").name
+    _feed(_sink(settings, ch, Registry()), Consumer(), [Msg(topic, 0, 41, frame("dead_letters", record))], 1)
+    assert ch.query(
+        "SELECT source, line, byte_offset, kafka_topic, kafka_partition, kafka_offset, kafka_value_base64 "
+        "FROM dead_letters"
+    ).result_rows == [("nmon", 12, 345, topic, 0, 41, "")]
+
+
+def test_free_batches_stop_where_a_recorded_range_begins(warehouse: Any) -> None:
+    """A replay that starts before the recorded ranges (they were cut by another instance, or the
+    group was reset to earlier) keeps its own batch out of the recorded range."""
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 1, o, frame("derived_metrics", w)) for o, w in enumerate(windows(30))]
+    ch.insert(
+        "sink_batches",
+        [[TOPIC, 1, 10, 19, 10]],
+        column_names=["topic", "partition", "first_offset", "last_offset", "messages"],
+    )
+    sink = _sink(settings, ch, Registry(), batch_rows=1000)
+    _feed(sink, Consumer(), msgs, chunk=30)
+    ranges = ch.query(
+        "SELECT first_offset, last_offset FROM sink_batches FINAL WHERE partition = 1 ORDER BY first_offset"
+    ).result_rows
+    assert ranges == [(0, 9), (10, 19), (20, 29)]
+    assert sink.replayed_batches == 1
+
+
+def test_sources_of_one_host_and_second_no_longer_replace_each_other(warehouse: Any) -> None:
+    _, ch = warehouse
+    ts = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    cpu_cols = ["host_id", "hostname", "ts", "interval_s", "source", "user_pct", "origin_file", "origin_snapshot"]
+    ch.insert(
+        "cpu_samples",
+        [
+            ["h1", "h1", ts, 10.0, src, pct, "f", "s"]
+            for src, pct in (("nmon", 10.0), ("sadc", 11.0), ("appldata", 12.0))
+        ],
+        column_names=cpu_cols,
+    )
+    ch.command("OPTIMIZE TABLE cpu_samples FINAL")
+    assert ch.query("SELECT source, user_pct FROM cpu_samples_v ORDER BY source").result_rows == [
+        ("appldata", 12.0),
+        ("nmon", 10.0),
+        ("sadc", 11.0),
+    ]
+    hpm_cols = ["host_id", "hostname", "ts", "source", "pmu_group", "counting_mode", "counters", "derived", "origin"]
+    ch.insert(
+        "hpm_samples",
+        [["h1", "h1", ts, "hpmstat", g, "user", {"PM_RUN_INST_CMPL": 10 * (g or 1)}, {}, "o"] for g in (10, 11, None)],
+        column_names=hpm_cols,
+    )
+    ch.command("OPTIMIZE TABLE hpm_samples FINAL")
+    assert ch.query("SELECT count() FROM hpm_samples FINAL").result_rows == [(3,)]
+    sys_cols = ["host_id", "hostname", "ts", "source", "section", "item", "metrics", "sysstat_version",
+                "steal_trusted", "origin_file", "origin_offset"]  # fmt: skip
+    ch.insert(
+        "sysstat_samples",
+        [
+            ["h1", "h1", ts, src, "cpu-load-all", "all", {"steal": s}, "12", True, "f", 0]
+            for src, s in (("sadc", 1.0), ("appldata", 2.0))
+        ],  # noqa: E501
+        column_names=sys_cols,
+    )
+    assert ch.query("SELECT count() FROM sysstat_samples_v").result_rows == [(2,)]
+
+
+def test_migration_014_keeps_the_rows_and_columns_of_the_rekeyed_tables(embedded_path: Path) -> None:
+    settings = embedded_settings(embedded_path, "sinkdur_rekey")
+    ch, _ = migrate(settings)
+    ch.command("DROP DATABASE sinkdur_rekey")
+    ch.command("CREATE DATABASE sinkdur_rekey")
+    for path in sorted(config.SQL_DIR.glob("[0-9][0-9][0-9]_*.sql")):
+        if path.stem >= "014":
+            break
+        for stmt in statements(path.read_text()):
+            ch.command(stmt)
+    before = {t: _columns(ch, t) for t in ("cpu_samples", "hpm_samples", "sysstat_samples")}
+    ts = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    ch.insert(
+        "cpu_samples",
+        [["h1", "h1", ts + timedelta(seconds=i), 10.0, "nmon", 1.0 * i, "f", "s"] for i in range(100)],
+        column_names=[
+            "host_id",
+            "hostname",
+            "ts",
+            "interval_s",
+            "source",
+            "user_pct",
+            "origin_file",
+            "origin_snapshot",
+        ],
+    )
+    for stmt in statements((config.SQL_DIR / "014_sink_durability.sql").read_text()):
+        ch.command(stmt)
+    assert {t: _columns(ch, t) for t in before} == before  # types, codecs, defaults
+    assert ch.query("SELECT count(), sum(user_pct) FROM cpu_samples").result_rows == [(100, 4950.0)]
+    assert ch.query(
+        "SELECT sorting_key FROM system.tables WHERE database = 'sinkdur_rekey' AND name = 'cpu_samples'"
+    ).result_rows == [("host_id, ts, source",)]
+    for stmt in statements((config.SQL_DIR / "014_sink_durability.sql").read_text()):  # re-runnable
+        ch.command(stmt)
+    assert ch.query("SELECT count(), sum(user_pct) FROM cpu_samples").result_rows == [(100, 4950.0)]
+    ch.command("DROP DATABASE sinkdur_rekey")
+
+
+def _columns(ch: Any, table: str) -> list[tuple]:  # noqa: ANN401
+    return ch.query(
+        "SELECT name, type, default_kind, default_expression, compression_codec FROM system.columns "
+        "WHERE database = currentDatabase() AND table = {t:String} ORDER BY position",
+        parameters={"t": table},
+    ).result_rows
+
+
+# --- the registry client's answers, classified (a real HTTP server, the real client) -------------
+class _Answer(http.server.BaseHTTPRequestHandler):
+    status = 404
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = json.dumps({"error_code": self.status * 100 + 3, "message": "test"}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:  # noqa: ANN401
+        pass
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [(404, UndecodableError), (503, TransientError), (None, TransientError)]
+)
+def test_registry_answers_are_classified(status: int | None, expected: type) -> None:
+    server = None
+    if status is None:  # nobody listens
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    else:
+        handler = type("Handler", (_Answer,), {"status": status})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = config.load({"FLEETPERF__REGISTRY__URL": f"http://127.0.0.1:{port}"})
+        with pytest.raises(expected):
+            registry_fetcher(settings)(12345)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+# --- the producer's delivery errors (issue 23 item 5) ------------------------------------------
+@dataclass
+class _Delivered:
+    _topic: str
+    _key: bytes | None
+    _value: bytes
+
+    def topic(self) -> str:
+        return self._topic
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+
+def test_retriable_delivery_errors_are_kept_to_produce_again_and_the_rest_reported() -> None:
+    deliveries = _Deliveries()
+    deliveries(KafkaError(KafkaError._MSG_TIMED_OUT), _Delivered("t", b"k", b"v1"))
+    deliveries(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), _Delivered("t", None, b"v2"))
+    deliveries(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), _Delivered("t", b"k", b"big"))
+    deliveries(KafkaError(KafkaError._MSG_TIMED_OUT, fatal=True), _Delivered("t", b"k", b"v3"))
+    deliveries(None, _Delivered("t", b"k", b"ok"))
+    assert deliveries.retry == [("t", b"k", b"v1"), ("t", None, b"v2")]
+    assert len(deliveries.errors) == 2
+    assert retriable(KafkaError(KafkaError._TRANSPORT)) and not retriable(
+        KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    )
+
+
+def test_one_delivery_error_does_not_fail_every_later_flush() -> None:
+    settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # nobody listens
+    producer = AvroProducer(settings, **{"message.timeout.ms": 300})
+    producer._deliveries(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), _Delivered("t", b"k", b"x"))
+    with pytest.raises(RuntimeError, match="permanently"):
+        producer.flush(timeout=1)
+    producer.flush(timeout=1)  # reported once; nothing in flight, nothing failed since
+
+
+def test_records_whose_delivery_timed_out_are_produced_again_not_dropped() -> None:
+    settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # Kafka unreachable
+    producer = AvroProducer(settings, **{"message.timeout.ms": 300})
+    producer._produce("fleetperf.test", b"payload", "key")
+    with pytest.raises(RuntimeError, match="still queued"):
+        producer.flush(timeout=2.5)
+    assert producer.retried >= 2  # timed out (retriable) and went back into the queue each time
+    assert producer.errors == [] and len(producer._producer) + len(producer._deliveries.retry) == 1
