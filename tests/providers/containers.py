@@ -5,6 +5,7 @@ at them. Used where a Docker engine exists; never here (no engine on these machi
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -16,8 +17,10 @@ from fleetperf import config
 from fleetperf.kafka_avro import ensure_topics, register_schemas
 from fleetperf.stack.local import LocalStack
 
-KAFKA_IMAGE = "apache/kafka:4.1.0"
-REGISTRY_IMAGE = "apicurio/apicurio-registry:3.0.9"
+# the same versions as the local stack (config/fleetperf.toml), so both providers test one thing
+_DEFAULTS = config.load({})
+KAFKA_IMAGE = f"apache/kafka:{_DEFAULTS['kafka']['version']}"
+REGISTRY_IMAGE = f"apicurio/apicurio-registry:{_DEFAULTS['registry']['version']}"
 CLICKHOUSE_IMAGE = "clickhouse/clickhouse-server:25.8"
 
 
@@ -28,8 +31,9 @@ def container_stack() -> Iterator[config.Settings]:
         host, port = kafka.get_bootstrap_server().rsplit(":", 1)
         registry = stack.enter_context(DockerContainer(REGISTRY_IMAGE).with_exposed_ports(8080))
         wait_for_logs(registry, "Installed features", timeout=120)
+        password = secrets.token_urlsafe(18)  # a throw-away server's password, never a constant
         clickhouse = stack.enter_context(
-            DockerContainer(CLICKHOUSE_IMAGE).with_exposed_ports(8123).with_env("CLICKHOUSE_PASSWORD", "fleetperf")
+            DockerContainer(CLICKHOUSE_IMAGE).with_exposed_ports(8123).with_env("CLICKHOUSE_PASSWORD", password)
         )
         wait_for_logs(clickhouse, "Ready for connections", timeout=120)
         os.environ.update(
@@ -39,7 +43,7 @@ def container_stack() -> Iterator[config.Settings]:
                 "FLEETPERF__REGISTRY__HOST": registry.get_container_host_ip(),
                 "FLEETPERF__REGISTRY__PORT": registry.get_exposed_port(8080),
                 "FLEETPERF__CLICKHOUSE__URL": (
-                    f"http://default:fleetperf@{clickhouse.get_container_host_ip()}:{clickhouse.get_exposed_port(8123)}"
+                    f"http://default:{password}@{clickhouse.get_container_host_ip()}:{clickhouse.get_exposed_port(8123)}"
                 ),
             }
         )

@@ -46,7 +46,7 @@ def start_services(s: config.Settings) -> Any:  # noqa: ANN401 - the Sink, impor
     threading.Thread(target=sink.run, name="fleetperf-sink", daemon=True).start()
     w = s["warehouse"]
     query_ch = clickhouse.client(s, s["clickhouse"]["database"])
-    query_server.serve(w["host"], w["query_port"], query_ch, s["clickhouse"]["database"], sink.stats)
+    query_server.serve(w["host"], w["query_port"], query_ch, s["clickhouse"]["database"], sink.stats, settings=s)
     log.info("sink and SQL endpoint started (SQL on %s)", s.query_url)
     return sink
 
