@@ -237,13 +237,16 @@ class NmonParser:
             if self._skipping is not None:
                 head, length = self._skipping
                 self._skipping = None
+                head += data[start:end][: RAW_KEPT - len(head)]
                 yield from self._out(self._long(head, length + end - start, True, self.lines + 1, self.position))
             else:
                 yield from self.feed(data[start : end + 1], self.lines + 1, self.position)
             start = end + 1
         rest = data[start:]
         if self._skipping is not None:
-            self._skipping = (self._skipping[0], self._skipping[1] + len(rest))
+            # the dead letter keeps the line's first RAW_KEPT bytes, however the chunks fell
+            head, length = self._skipping
+            self._skipping = (head + rest[: RAW_KEPT - len(head)], length + len(rest))
         elif len(rest) > self.max_line:
             self._skipping = (rest[:RAW_KEPT], len(rest))
         else:
@@ -261,7 +264,7 @@ class NmonParser:
         if complete:
             self.position = offset + len(raw)
         if len(raw) - complete > self.max_line:
-            yield from self._long(raw[:RAW_KEPT], len(raw) - complete, complete, line_no, offset)
+            yield from self._long(raw[: len(raw) - complete][:RAW_KEPT], len(raw) - complete, complete, line_no, offset)
             return
         line = raw.rstrip(b"\r\n")
         if not line.strip():

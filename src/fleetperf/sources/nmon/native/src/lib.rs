@@ -415,8 +415,10 @@ impl Scanner {
         if self.skipping.is_some() || !self.carry.is_empty() {
             match memchr(b'\n', chunk) {
                 Some(p) => {
-                    if let Some((head, length)) = self.skipping.take() {
+                    if let Some((mut head, length)) = self.skipping.take() {
                         let (line_no, offset) = (self.lines + 1, self.next_offset);
+                        let room = self.limits.raw_kept.saturating_sub(head.len());
+                        head.extend_from_slice(&chunk[..p.min(room)]);
                         self.long_line(py, head, length + p as u64, true, line_no, offset);
                     } else {
                         let mut line = std::mem::take(&mut self.carry);
@@ -532,7 +534,10 @@ impl Scanner {
 
     /// The partial line of a chunk: kept, or skipped once longer than max_line.
     fn keep(&mut self, rest: &[u8]) {
-        if let Some((_, length)) = self.skipping.as_mut() {
+        if let Some((head, length)) = self.skipping.as_mut() {
+            // the dead letter keeps the line's first raw_kept bytes, however the chunks fell
+            let room = self.limits.raw_kept.saturating_sub(head.len());
+            head.extend_from_slice(&rest[..rest.len().min(room)]);
             *length += rest.len() as u64;
             return;
         }
@@ -625,7 +630,7 @@ impl Scanner {
         self.next_offset += raw.len() as u64;
         self.last_line_offset = offset as i64;
         if raw.len() as u64 - 1 > self.limits.max_line {
-            let head = raw[..raw.len().min(self.limits.raw_kept)].to_vec();
+            let head = raw[..(raw.len() - 1).min(self.limits.raw_kept)].to_vec();
             self.long_line(py, head, raw.len() as u64 - 1, true, line_no, offset);
             return Ok(());
         }
