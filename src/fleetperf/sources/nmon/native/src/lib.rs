@@ -501,6 +501,7 @@ impl Scanner {
         }
         self.take_events(py)
     }
+
     /// A live file whose writer has been quiet (nmon writes a snapshot in one burst): the open
     /// snapshots that have their ZZZZ time and data lines are complete; closed now rather than at
     /// the next ZZZZ line, which then finds them gone (parser.py `flush_open_snapshot`). Nothing
