@@ -93,10 +93,30 @@ class Problem:
 class _Decoder:
     """Unpacks one item of an activity with a single precompiled struct."""
 
-    def __init__(self, fmt: str, names: list[str], chars: list[str]) -> None:
+    def __init__(self, fmt: str, names: list[str], chars: list[str], size: int) -> None:
         self.struct = struct.Struct(fmt)
         self.names = names  # one per numeric value, in unpack order
         self.chars = chars  # names of the trailing char arrays, in unpack order
+        # the same, padded to the item's size: a whole block of items unpacks in one call
+        pad = size - self.struct.size  # >= 0: the decoders never take more than the item holds
+        self.items = struct.Struct(fmt + (f"{pad}x" if pad > 0 else ""))
+
+    def decode_many(self, buf: bytes, offset: int, n: int) -> list[Counters]:
+        """n consecutive items from offset (the bytes are there)."""
+        if not n:
+            return []
+        rows = self.items.iter_unpack(memoryview(buf)[offset : offset + n * self.items.size])
+        names = self.names
+        if not self.chars:
+            return [dict(zip(names, row, strict=True)) for row in rows]
+        return [self._with_chars(row) for row in rows]
+
+    def _with_chars(self, values: tuple) -> Counters:
+        n = len(self.names)
+        item: Counters = dict(zip(self.names, values[:n], strict=True))
+        for name, raw in zip(self.chars, values[n:], strict=True):
+            item[name] = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
+        return item
 
     def decode(self, buf: bytes | memoryview, offset: int) -> Counters:
         values = self.struct.unpack_from(buf, offset)
@@ -126,7 +146,7 @@ def _grouped_decoder(layout: lay.Grouped, types: tuple[int, int, int], size: int
             used += length
     if used > size:
         return None
-    return _Decoder("".join(fmt), names, chars)
+    return _Decoder("".join(fmt), names, chars, size)
 
 
 def _aligned_decoder(fields: tuple[lay.Field, ...], size: int, e: str, sl: int) -> _Decoder | None:
@@ -145,7 +165,7 @@ def _aligned_decoder(fields: tuple[lay.Field, ...], size: int, e: str, sl: int) 
         pos = offset + width
     if not names:
         return None
-    return _Decoder("".join(fmt), names, chars)
+    return _Decoder("".join(fmt), names, chars, size)
 
 
 def _cstr(raw: bytes) -> str:
@@ -611,8 +631,7 @@ class SaFile:
                 d = self._need(off, total, f"statistics of activity {a.name}")
                 size = len(d)
             if a.decoder is not None:
-                decode, step = a.decoder.decode, a.size
-                out[a.id] = [decode(d, off + i * step) for i in range(nr * a.nr2)]
+                out[a.id] = a.decoder.decode_many(d, off, nr * a.nr2)
             off += total
         return out, off
 
