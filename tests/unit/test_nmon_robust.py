@@ -541,3 +541,31 @@ def test_fuzz_both_parsers_agree_and_publish_nothing_absurd() -> None:
     finally:
         signal.signal(signal.SIGALRM, old)
     assert time.monotonic() - started < 60
+
+
+def test_source_read_takes_the_date_order_option_and_survives_a_damaged_gzip(tmp_path: Path) -> None:
+    import argparse
+
+    from fleetperf.sources.nmon.source import NmonSource
+
+    source = NmonSource()
+    plain = tmp_path / "aix53b.nmon"
+    plain.write_bytes(own_file("aix53b_110605_0000.nmon"))
+    opts = argparse.Namespace(tz="UTC", date_order="mdy")
+    cpu = by_topic(list(source.read(plain, opts)))["cpu_samples"]
+    assert ts_of(cpu[0]) == ts_ms("2011-05-06 00:01:01")
+    assert source.sniff(own_file("aix53b_110605_0000.nmon")[:4096], plain)
+    # a gzip stream cut in its middle: what was read before stands, one dead letter says why
+    rng = random.Random(2)
+    more = b"".join(
+        b"ZZZZ,T%04d,07:%02d:%02d,03-FEB-2024\nCPU_ALL,T%04d,%.1f,0.3,0.0,%.1f,0.0,,2\n"
+        % (n, n // 60, n % 60, n, rng.uniform(0, 9), rng.uniform(80, 99))
+        for n in range(11, 3000)
+    )
+    packed = gzip.compress(own_file("cutvm_cut.nmon") + b".5,0.0,,2\n" + more, mtime=0)
+    broken = tmp_path / "cut.nmon.gz"
+    broken.write_bytes(packed[: len(packed) // 2])
+    t = by_topic(list(source.read(broken, argparse.Namespace(tz="UTC"))))
+    assert 100 < len(t["cpu_samples"]) < 2990
+    [letter] = t["dead_letters"]
+    assert letter["error"].startswith("gzip data damaged") and "the rest of the file is not read" in letter["error"]

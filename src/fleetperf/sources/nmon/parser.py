@@ -686,13 +686,39 @@ def open_binary(path: Path) -> IO[bytes]:
 
 
 def read_chunks(path: Path, size: int = CHUNK) -> Iterator[bytes | str]:
-    """The file's bytes (gunzipped), then a str if its gzip stream is damaged (why)."""
-    with open_binary(path) as handle:
-        try:
+    """The file's bytes (gunzipped, at most `size` at a time however well it compresses), then a
+    str if its gzip stream is damaged or cut (why). What came before the damage is yielded: gzip's
+    own reader raises before handing back the last buffer it decompressed."""
+    with open(path, "rb") as handle:
+        if handle.read(2) != b"\x1f\x8b":
+            handle.seek(0)
             while chunk := handle.read(size):
                 yield chunk
-        except (OSError, EOFError, zlib.error) as exc:
-            yield f"gzip data damaged ({exc}): the rest of the file is not read"
+            return
+        handle.seek(0)
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        fed = False
+        while packed := handle.read(size):
+            data = packed
+            while data:
+                try:
+                    out = member.decompress(data, size)
+                except zlib.error as exc:
+                    yield f"gzip data damaged ({exc}): the rest of the file is not read"
+                    return
+                fed = True
+                if out:
+                    yield out
+                if member.eof:  # concatenated gzip members (gzip a >> b) go on
+                    data = member.unused_data
+                    member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+                else:
+                    data = member.unconsumed_tail
+        # drain what zlib still holds back, then see whether the stream ended properly
+        while fed and not member.eof and (out := member.decompress(b"", size)):
+            yield out
+        if fed and not member.eof:
+            yield "gzip data damaged (it ends before its end marker: cut short?): the rest of the file is not read"
 
 
 def parse_file(

@@ -10,8 +10,19 @@ from pathlib import Path
 
 from fleetperf.ingest.records import Emitted
 from fleetperf.sources.base import TZ, Option, Source, Tail, tz_of
-from fleetperf.sources.nmon import native_parser
-from fleetperf.sources.nmon.parser import NmonParser, open_binary
+from fleetperf.sources.nmon import native_parser, sniff
+from fleetperf.sources.nmon.parser import DATE_ORDERS, NmonParser, open_binary, read_chunks
+
+DATE_ORDER = Option(
+    ("--date-order",),
+    {
+        "choices": DATE_ORDERS,
+        "default": None,
+        "dest": "date_order",
+        "help": "classic nmon (ZZZZ lines without a date) whose AAA,date does not tell day from month "
+        "(03/04/11) and whose file name is not host_YYMMDD_HHMM.nmon: dmy or mdy",
+    },
+)
 
 
 class NmonSource(Source):
@@ -20,29 +31,30 @@ class NmonSource(Source):
     sample_topic = "nmon_snapshots"
     sample_word = "snapshots"
     name_hints = ("*.nmon", "*.nmon.gz")
-    options = (TZ,)
+    options = (TZ, DATE_ORDER)
 
     def sniff(self, head: bytes, path: Path) -> bool:
         # nmon starts every file with its AAA block (AAA,progname / AAA,command ...), some writers
-        # after a UTF-8 byte order mark
-        return head.removeprefix(b"\xef\xbb\xbf").startswith(b"AAA,")
+        # after a UTF-8 byte order mark; the parsers apply the same rule (sniff.py)
+        return sniff.sniff(head)
 
     def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
-        tz = tz_of(opts)
+        # both parsers take chunks cut anywhere and bound what they hold (a line, a snapshot), so
+        # no line of the file is ever read whole into memory; a damaged gzip stream ends the file
+        # like a cut (one dead letter)
+        tz, order = tz_of(opts), getattr(opts, "date_order", None)
         if native_parser.available():
-            parser = native_parser.NativeNmonParser(str(path), tz)
-            with open_binary(path) as handle:
-                while chunk := handle.read(native_parser.CHUNK):
-                    yield from parser.feed(chunk)
-            yield from parser.finish()
-            return
-        lines = NmonParser(str(path), tz)
-        offset = 0
-        with open_binary(path) as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                yield from lines.feed(raw, line_no, offset)
-                offset += len(raw)
-        yield from lines.finish()
+            parser: native_parser.NativeNmonParser | NmonParser = native_parser.NativeNmonParser(
+                str(path), tz, date_order=order
+            )
+        else:
+            parser = NmonParser(str(path), tz, date_order=order)
+        for chunk in read_chunks(path, native_parser.CHUNK):
+            if isinstance(chunk, str):
+                yield from parser.damaged(chunk)
+                break
+            yield from parser.feed_chunk(chunk)
+        yield from parser.finish()
 
     def tail(self, path: Path, opts: argparse.Namespace) -> Tail:
         return NmonTail(path, opts)
