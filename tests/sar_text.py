@@ -40,6 +40,43 @@ _SECTIONS: dict[str, tuple[str, dict[str, str]]] = {
 _ITEM_FIRST = {"CPU", "IFACE", "DEV"}
 
 
+def _same(*words: str) -> dict[str, str]:
+    """Columns whose sadf -j name is sar's without "/s"."""
+    return {w: w.removesuffix("/s") for w in words}
+
+
+# sections whose header line starts with these words (after the time); sadf -j names without "/s"
+# unless mapped. Their first word is unique to each section.
+_MORE = {
+    "tps": ("io", _same("tps", "rtps", "wtps", "dtps", "bread/s", "bwrtn/s", "bdscd/s")),
+    "kbhugfree": ("hugepages", {"kbhugfree": "hugfree", "kbhugused": "hugused", "%hugused": "hugused-percent",
+                                "kbhugrsvd": "hugrsvd", "kbhugsurp": "hugsurp"}),
+    "dentunusd": ("kernel", _same("dentunusd", "file-nr", "inode-nr", "pty-nr")),
+    "totsck": ("net-sock", _same("totsck", "tcpsck", "udpsck", "rawsck", "ip-frag", "tcp-tw")),
+    "tcp6sck": ("net-sock6", _same("tcp6sck", "udp6sck", "raw6sck", "ip6-frag")),
+    "call/s": ("net-nfs", _same("call/s", "retrans/s", "read/s", "write/s", "access/s", "getatt/s")),
+    "scall/s": ("net-nfsd", _same("scall/s", "badcall/s", "packet/s", "udp/s", "tcp/s", "hit/s", "miss/s",
+                                  "sread/s", "swrite/s", "saccess/s", "sgetatt/s")),
+    "irec/s": ("net-ip", None),
+    "ihdrerr/s": ("net-eip", None),
+    "imsg/s": ("net-icmp", None),
+    "ierr/s": ("net-eicmp", None),
+    "active/s": ("net-tcp", None),
+    "atmptf/s": ("net-etcp", {"atmptf/s": "atmptf", "estres/s": "estres", "retrseg/s": "retrans",
+                              "isegerr/s": "isegerr", "orsts/s": "orsts"}),
+    "idgm/s": ("net-udp", None),
+    "irec6/s": ("net-ip6", None),
+    "ihdrer6/s": ("net-eip6", None),
+    "imsg6/s": ("net-icmp6", None),
+    "ierr6/s": ("net-eicmp6", None),
+    "idgm6/s": ("net-udp6", None),
+}  # fmt: skip
+# item-first sections told apart by their second header word
+_SOFTNET = _same("total/s", "dropd/s", "squeezd/s", "rx_rps/s", "flw_lim/s", "blg_len")
+_CPU_SECOND = {"MHz": ("cpu-frequency", {"MHz": "frequency"}), "total/s": ("softnet", _SOFTNET)}
+_FS = ("filesystems", _same("MBfsfree", "MBfsused", "%fsused", "%ufsused", "Ifree", "Iused", "%Iused"))
+
+
 def _number(word: str) -> bool:
     try:
         float(word)
@@ -53,6 +90,7 @@ def parse(text: str) -> dict[tuple[str, str, str], dict[str, str]]:
     columns: list[str] | None = None
     section = ""
     item_first = False
+    item_last = False
     for line in text.splitlines():
         m = _TIME.match(line)
         if not m:
@@ -60,19 +98,31 @@ def parse(text: str) -> dict[tuple[str, str, str], dict[str, str]]:
         words = m.group(2).split()
         if not words or words[0] in ("LINUX", "COM"):
             continue
-        if not _number(words[-1]):  # a header line: starts a section, ours or one we do not compare
+        header = not _number(words[-1]) and not (item_last and len(words) == len(columns or ()) + 1
+                                                 and _number(words[0]))  # fmt: skip
+        if header:  # a header line: starts a section, ours or one we do not compare
             columns = None
-            if words[0] in _SECTIONS:
-                section, mapping = _SECTIONS[words[0]]
+            item_last = False
+            spec = None
+            if words[0] == "CPU" and len(words) > 1 and words[1] in _CPU_SECOND:
+                spec, item_first = _CPU_SECOND[words[1]], True
+            elif words[0] in _SECTIONS:
+                spec, item_first = _SECTIONS[words[0]], words[0] in _ITEM_FIRST
+            elif words[0] in _MORE:
+                spec, item_first = _MORE[words[0]], False
+            elif words[0] == "MBfsfree" and words[-1] in ("FILESYSTEM", "MOUNTPOINT"):
+                spec, item_first, item_last = _FS, False, True
+            if spec is not None:
+                section, mapping = spec
                 if words[0] == "IFACE" and words[1] == "rxerr/s":
                     section = "net-edev"
-                item_first = words[0] in _ITEM_FIRST
-                columns = [mapping.get(w, "") for w in (words[1:] if item_first else words)]
+                names = words[1:] if item_first else words[:-1] if item_last else words
+                columns = [(mapping or _same(*names)).get(w, "") for w in names]
             continue
-        if columns is None or len(words) != len(columns) + item_first:
+        if columns is None or len(words) != len(columns) + (item_first or item_last):
             continue
-        item = words[0] if item_first else ""
-        values = words[1:] if item_first else words
+        item = words[0] if item_first else words[-1] if item_last else ""
+        values = words[1:] if item_first else words[:-1] if item_last else words
         row = out.setdefault((section, m.group(1), item), {})
         row.update({c: v for c, v in zip(columns, values, strict=True) if c})
     return out
