@@ -337,6 +337,32 @@ ALIGNED: dict[tuple[int, int], tuple[Field, ...]] = {
     ),
     (A_NET_EDEV, 0x8A): (*_each(NET_EDEV_FIELDS, UL, 8), Field("interface", CHAR, 8, MAX_IFACE_LEN)),
     (A_NET_EDEV, 0x8B): (*_each(NET_EDEV_FIELDS, ULL, 16), Field("interface", CHAR, 16, MAX_IFACE_LEN)),
+    # sa_conv.h (*_8a, *_8b) and, where the magic did not change, rd_stats.h's unsigned-int structs;
+    # checked against the corpus's old files (9.1.6, 10.3.1, 11.6.5) and sar's expected outputs
+    (A_IO, 0x8A): _each(IO_FIELDS[:5], U, 4),
+    (A_KTABLES, 0x8A): _each(("file_used", "inode_used", "dentry_stat", "pty_nr"), U, 4),
+    (A_NET_NFS, 0x8A): _each(NFS_FIELDS, U, 4),
+    (A_NET_NFSD, 0x8A): _each(NFSD_FIELDS, U, 4),
+    (A_NET_SOCK, 0x8A): _each(("sock_inuse", "tcp_inuse", "tcp_tw", "udp_inuse", "raw_inuse", "frag_inuse"), U, 4),
+    (A_NET_SOCK6, 0x8A): _each(("tcp6_inuse", "udp6_inuse", "raw6_inuse", "frag6_inuse"), U, 4),
+    (A_NET_IP, 0x8A): _each(IP_FIELDS, UL, 8),
+    (A_NET_IP, 0x8B): _each(IP_FIELDS, ULL, 16),
+    (A_NET_EIP, 0x8A): _each(EIP_FIELDS, UL, 8),
+    (A_NET_EIP, 0x8B): _each(EIP_FIELDS, ULL, 16),
+    (A_NET_IP6, 0x8A): _each(IP6_FIELDS, UL, 8),
+    (A_NET_IP6, 0x8B): _each(IP6_FIELDS, ULL, 16),
+    (A_NET_EIP6, 0x8A): _each(EIP6_FIELDS, UL, 8),
+    (A_NET_EIP6, 0x8B): _each(EIP6_FIELDS, ULL, 16),
+    (A_NET_ICMP, 0x8A): _each(ICMP_FIELDS, UL, 8),
+    (A_NET_EICMP, 0x8A): _each(EICMP_FIELDS, UL, 8),
+    (A_NET_TCP, 0x8A): _each(TCP_FIELDS, UL, 8),
+    (A_NET_ETCP, 0x8A): _each(ETCP_FIELDS, UL, 8),
+    (A_NET_UDP, 0x8A): _each(UDP_FIELDS, UL, 8),
+    (A_NET_ICMP6, 0x8A): _each(ICMP6_FIELDS, UL, 8),
+    (A_NET_EICMP6, 0x8A): _each(EICMP6_FIELDS, UL, 8),
+    (A_NET_UDP6, 0x8A): _each(UDP6_FIELDS, UL, 8),
+    (A_NET_SOFT, 0x8A): _each(("processed", "dropped", "time_squeeze", "received_rps", "flow_limit"), U, 4),
+    (A_PWR_CPU, 0x8A): (Field("cpufreq", UL, 8),),
 }
 
 # Old-format file headers: field name -> (offset from the end of file_magic, struct format char)
