@@ -138,6 +138,17 @@ def test_ambiguous_day_month_order(kind: str) -> None:
         assert ts_of(cpu[0]) == ts_ms(want)
 
 
+@pytest.mark.parametrize("kind", PARSERS)
+def test_classic_file_without_aaa_date_takes_the_day_from_its_name_or_says_so(kind: str) -> None:
+    lines = io.BytesIO(own_file("aix53b_110605_0000.nmon"))
+    data = b"".join(line for line in lines if not line.startswith(b"AAA,date"))
+    cpu = by_topic(run(kind, "aix53b_110605_0000.nmon", data)[0])["cpu_samples"]
+    assert ts_of(cpu[0]) == ts_ms("2011-06-05 00:01:01")
+    out, parser = run(kind, "aix53b.nmon", data)
+    assert [decoded(e)["error"] for e in out] == [parser.rejected]
+    assert parser.rejected.startswith("ZZZZ lines carry no date and there is no AAA,date line")
+
+
 def test_start_date_formats() -> None:
     assert start_date("10-FEB-2016", "x.nmon", None) == date(2016, 2, 10)
     assert start_date("18-aug-15", "x.nmon", None) == date(2015, 8, 18)
@@ -146,6 +157,7 @@ def test_start_date_formats() -> None:
     assert start_date("03/13/11", "x.nmon", None) == date(2011, 3, 13)  # only month/day possible
     assert start_date("2011-03-04", "x.nmon", None) == date(2011, 3, 4)
     assert start_date("04.03.2011", "x.nmon", "dmy") == date(2011, 3, 4)
+    assert start_date("Mar 3 2011", "x.nmon", None) == start_date("MAR-03-11", "x.nmon", None) == date(2011, 3, 3)
     assert start_date("04/03/11", "host_110403_0000.nmon", "dmy") == date(2011, 4, 3)  # the file wins
     with pytest.raises(FileRejectedError, match="not a date this reader knows"):
         start_date("yesterday", "x.nmon", None)

@@ -55,6 +55,7 @@ _MONTHS = {
     for i, m in enumerate(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"], start=1)
 }
 _DATE_MON = re.compile(r"^(\d{1,2})[-/ ]([A-Za-z]{3})[-/ ](\d{4}|\d{2})$")
+_DATE_MON_FIRST = re.compile(r"^([A-Za-z]{3})[-/ ](\d{1,2}),?[-/ ](\d{4}|\d{2})$")  # Mar 3 2011
 _DATE_YMD = re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})$")
 _DATE_NUM = re.compile(r"^(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})$")
 _FILE_DATE = re.compile(r"_(\d{2})(\d{2})(\d{2})_\d{4}")  # nmon's default name: host_YYMMDD_HHMM.nmon
@@ -107,10 +108,11 @@ def start_date(text: str, file_name: str, order: str | None) -> date:
     Day and month order comes from the date itself (a number above 12), else the file name
     (host_YYMMDD_HHMM.nmon), else `order`; otherwise FileRejectedError says so."""
     text = text.strip()
-    if m := _DATE_MON.match(text):
-        month = _MONTHS.get(m.group(2).upper())
+    if m := _DATE_MON.match(text) or _DATE_MON_FIRST.match(text):
+        day_text, month_text = (m.group(1), m.group(2)) if m.re is _DATE_MON else (m.group(2), m.group(1))
+        month = _MONTHS.get(month_text.upper())
         year = int(m.group(3)) if len(m.group(3)) == 4 else two_digit_year(int(m.group(3)))
-        candidates = [(year, month, int(m.group(1)))] if month else []
+        candidates = [(year, month, int(day_text))] if month else []
     elif m := _DATE_YMD.match(text):
         candidates = [(int(m.group(1)), int(m.group(3)), int(m.group(4)))]
     elif m := _DATE_NUM.match(text):
@@ -512,9 +514,7 @@ class NmonParser:
         if seconds is None or b"." in clock:
             raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r}")
         if self._day is None:
-            if self.aaa_date is None:
-                raise FileRejectedError("ZZZZ lines carry no date and there is no AAA,date line: the file is not read")
-            day = start_date(self.aaa_date, self.file_name, self.date_order)
+            day = start_date(self.aaa_date, self.file_name, self.date_order) if self.aaa_date else self._named_day()
             if not validate.year_plausible(day.year):
                 raise LineError(f"ZZZZ {tag.decode()}: day {day} (from AAA,date) outside 1990..now+1 day")
             if self.aaa_time is not None and seconds < self.aaa_time - _ROLLOVER:
@@ -524,6 +524,20 @@ class NmonParser:
         self._day, self._clock = day, seconds
         naive = datetime(day.year, day.month, day.day) + timedelta(seconds=seconds)
         return self._plausible(naive.replace(tzinfo=self.tz), tag)
+
+    def _named_day(self) -> date:
+        """No AAA,date line: nmon's own file name (host_YYMMDD_HHMM.nmon) tells the start day."""
+        named = _FILE_DATE.search(Path(self.file_name).name)
+        if named:
+            yy, mm, dd = (int(g) for g in named.groups())
+            try:
+                return date(two_digit_year(yy), mm, dd)
+            except ValueError:
+                pass
+        raise FileRejectedError(
+            "ZZZZ lines carry no date and there is no AAA,date line (nor a host_YYMMDD_HHMM file name): "
+            "the file is not read"
+        )
 
     def _plausible(self, ts: datetime, tag: bytes) -> datetime:
         why = validate.timestamp_problem(int(ts.timestamp() * 1000))
