@@ -41,11 +41,11 @@ class Kind(IntEnum):
     SMALL_COUNT = 4  # a count published as a 32-bit int (Avro "int"): 0..MAX_INT32
 
 
-def parse_number(text: bytes) -> float | str:
+def parse_number(text: bytes | str) -> float | str:
     """`text` already stripped and not empty: the float, or why it is not one (a str)."""
     if len(text) > MAX_NUMBER_CHARS:
         return f"number too long ({len(text)} characters)"
-    if b"_" in text:
+    if (b"_" if isinstance(text, bytes) else "_") in text or not text.isascii():
         return NOT_A_NUMBER
     try:
         value = float(text)
