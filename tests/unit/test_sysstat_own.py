@@ -263,3 +263,32 @@ def test_memory_stays_flat_with_the_file_size(tmp_path: Path, monkeypatch: pytes
         tracemalloc.stop()
         assert n > copies * 3 * 10
     assert peaks[1] < 1 << 20 and peaks[1] < peaks[0] * 1.25, peaks
+
+
+def test_live_mode_waits_for_the_record_that_tells_a_clock_step_from_damage(tmp_path: Path) -> None:
+    """A record whose time disagrees with its uptime is judged by the next one: while that one is still
+    being written, the record waits (not dead-lettered), then it is judged."""
+    data = bytearray(OWN.read_bytes())
+    struct.pack_into("<Q", data, RECORDS[2], 65330 + 500)  # the 3rd record's uptime 5 s late
+    path = tmp_path / "sa25"
+    tail = Tail(path, Options())
+    letters = []
+    for end in (RECORDS[3], RECORDS[3] + 100, len(data)):
+        path.write_bytes(bytes(data[:end]))
+        letters += [e.record for e in tail.poll() if e.topic_key == "dead_letters"]
+        if end < len(data):
+            assert not letters, letters  # the next record is not whole yet: no judgement
+    assert [letter["byte_offset"] for letter in letters] == [RECORDS[2]]
+
+
+def test_live_mode_reports_a_damaged_end_once_at_finish(tmp_path: Path) -> None:
+    data = bytearray(OWN.read_bytes())
+    data[RECORDS[3] + 20] = 0x77  # the last record's type: garbage, and nothing whole after it
+    path = tmp_path / "sa25"
+    path.write_bytes(bytes(data))
+    tail = Tail(path, Options())
+    polled = [e.record for _ in range(3) for e in tail.poll() if e.topic_key == "dead_letters"]
+    assert polled == []  # while sadc may still write, the end is not judged (and never reported twice)
+    (letter,) = [e.record for e in tail.finish() if e.topic_key == "dead_letters"]
+    assert letter["byte_offset"] == RECORDS[3] + 20 and "unknown record type 119" in letter["error"]
+    assert list(tail.finish()) == []

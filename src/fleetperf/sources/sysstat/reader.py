@@ -423,6 +423,8 @@ class SaFile:
                     pos = base + resume
                     continue
                 resume = self._resync(off + 1)
+                if resume is None and not complete:
+                    return  # nothing whole after it yet: judged when more is written (or at finish)
                 yield Problem(base + exc.offset, f"corrupt record at offset {pos}: {exc.message}",
                               None if resume is None else base + resume, self._hex(off))  # fmt: skip
                 if resume is None:
@@ -431,8 +433,8 @@ class SaFile:
                 continue
             if self._clock_disagrees(self._last_stats, rec):
                 # a damaged time or uptime, or the clock stepped: the next record tells which
-                nxt = self._peek(rec.end)
-                if nxt is None and not complete and base + rec.end >= self._size - 1:
+                nxt, partial = self._peek(rec.end)
+                if nxt is None and partial and not complete:
                     return  # wait for the next record
                 if nxt is None or self._clock_disagrees(rec, nxt):
                     yield Problem(
@@ -600,11 +602,14 @@ class SaFile:
         clock = rec.ust_time - before.ust_time
         return itv <= 0 or abs(itv / 100 - clock) > lay.CLOCK_SLACK_S + lay.CLOCK_SLACK_RATIO * abs(clock)
 
-    def _peek(self, off: int) -> Record | None:
+    def _peek(self, off: int) -> tuple[Record | None, bool]:
+        """The record at off, or None and whether that is because the file ends first."""
         try:
-            return self._record(off)
-        except (FormatError, struct.error, ValueError):
-            return None
+            return self._record(off), False
+        except FormatError as exc:
+            return None, exc.truncated
+        except (struct.error, ValueError):
+            return None, False
 
     def _set_nr(self, aid: int, nr: int) -> None:
         acts = self.header.activities

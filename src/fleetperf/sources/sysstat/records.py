@@ -263,9 +263,14 @@ class Tail:
         self.collector: Collector | None = None
         self.offset: int | None = None  # end of the last whole record read
         self.file: SaFile | None = None
-        self.failed = False  # the file cannot be read: nothing more is published from it
+        self.failed = False  # the file cannot be read, or is finished: nothing more is published from it
 
-    def poll(self) -> Iterator[Emitted]:
+    def finish(self) -> Iterator[Emitted]:
+        """sadc has moved on to another file: what is left is complete (a torn or damaged end is reported)."""
+        yield from self.poll(complete=True)
+        self.failed = True  # done: nothing is read from it again
+
+    def poll(self, complete: bool = False) -> Iterator[Emitted]:
         if self.failed:
             return
         with open(self.path, "rb") as handle:  # read from where the last poll stopped, not from the start
@@ -289,7 +294,7 @@ class Tail:
                 assert self.file is not None
                 sa = self.file.reopened(handle)
             self.file = sa
-            for item in sa.records(self.offset, complete=False):
+            for item in sa.records(self.offset, complete=complete):
                 if isinstance(item, Record):
                     self.offset = item.end
                 yield from self.collector.feed(item)

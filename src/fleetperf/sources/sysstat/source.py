@@ -59,3 +59,6 @@ class SadcTail(BaseTail):
 
     def poll(self) -> Iterator[Emitted]:
         return self.inner.poll()
+
+    def finish(self) -> Iterator[Emitted]:
+        return self.inner.finish()
