@@ -87,7 +87,7 @@ def _looks_like_tag(tag: bytes) -> bool:
 
 
 def _is_snapshot_tag(tag: bytes) -> bool:
-    return len(tag) <= MAX_TAG_CHARS and _looks_like_tag(tag)
+    return 1 < len(tag) <= MAX_TAG_CHARS and tag[0] == 84 and tag[1:].isdigit()
 
 
 def two_digit_year(year: int) -> int:
@@ -230,6 +230,9 @@ class NmonParser:
     # feeding ------------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> Iterator[Emitted]:
         """The next bytes of the file, cut anywhere (memory stays bounded by max_line)."""
+        return self._out(self._chunk(chunk))
+
+    def _chunk(self, chunk: bytes) -> Iterator[tuple[int, Emitted]]:
         data, start = self._carry + chunk, 0
         self._carry = b""
         while True:
@@ -240,9 +243,9 @@ class NmonParser:
                 head, length = self._skipping
                 self._skipping = None
                 head += data[start:end][: RAW_KEPT - len(head)]
-                yield from self._out(self._long(head, length + end - start, True, self.lines + 1, self.position))
-            else:
-                yield from self.feed(data[start : end + 1], self.lines + 1, self.position)
+                yield from self._long(head, length + end - start, True, self.lines + 1, self.position)
+            elif items := self._feed(data[start : end + 1], self.lines + 1, self.position):
+                yield from items
             start = end + 1
         rest = data[start:]
         if self._skipping is not None:
@@ -258,35 +261,35 @@ class NmonParser:
         """One line as read from the file (with its end of line; the last one may lack it)."""
         return self._out(self._feed(raw, line_no, offset))
 
-    def _feed(self, raw: bytes, line_no: int, offset: int) -> Iterator[tuple[int, Emitted]]:
+    def _feed(self, raw: bytes, line_no: int, offset: int) -> list[tuple[int, Emitted]] | tuple[()]:
+        """What one line makes (a plain function, not a generator: most lines make nothing and
+        this is the Python parser's hot path)."""
         if self.rejected:
-            return
+            return ()
         self.lines = line_no
         complete = raw.endswith(b"\n")
         if complete:
             self.position = offset + len(raw)
         if len(raw) - complete > self.max_line:
-            yield from self._long(raw[: len(raw) - complete][:RAW_KEPT], len(raw) - complete, complete, line_no, offset)
-            return
+            head = raw[: len(raw) - complete][:RAW_KEPT]
+            return list(self._long(head, len(raw) - complete, complete, line_no, offset))
         line = raw.rstrip(b"\r\n")
         if not line.strip():
-            return
+            return ()
         if not self.started:
             line = line.removeprefix(sniff.BOM)
             if not sniff.first_line_ok(line):
-                yield from self._reject(sniff.NOT_NMON, line_no, offset, line)
-                return
+                return list(self._reject(sniff.NOT_NMON, line_no, offset, line))
             self.started = True
         if not complete:
             self.cut_offset = offset
-            yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, CUT_LINE, line)
-            return
+            return [(offset, dead_letter(SOURCE, self.file_name, line_no, offset, CUT_LINE, line))]
         try:
-            yield from self._line(line, line_no, offset, len(raw))
+            return self._line(line, line_no, offset, len(raw))
         except FileRejectedError as exc:
-            yield from self._reject(str(exc), line_no, offset, line)
+            return list(self._reject(str(exc), line_no, offset, line))
         except LineError as exc:
-            yield offset, dead_letter(SOURCE, self.file_name, line_no, offset, str(exc), line)
+            return [(offset, dead_letter(SOURCE, self.file_name, line_no, offset, str(exc), line))]
 
     def _long(
         self, head: bytes, length: int, complete: bool, line_no: int, offset: int
@@ -331,7 +334,7 @@ class NmonParser:
             yield from self._long(head, length, False, self.lines + 1, self.position)
         elif self._carry:
             carry, self._carry = self._carry, b""
-            yield from self._feed(carry, self.lines + 1, self.position)
+            yield from self._feed(carry, self.lines + 1, self.position)  # a list
         if self.rejected:
             return
         if not self.started:
@@ -371,21 +374,22 @@ class NmonParser:
                 self.values_emitted += emitted.values
             yield emitted
 
-    def _line(self, line: bytes, line_no: int, offset: int, size: int) -> Iterator[tuple[int, Emitted]]:
+    def _line(self, line: bytes, line_no: int, offset: int, size: int) -> list[tuple[int, Emitted]] | tuple[()]:
         tag, _, rest = line.partition(b",")
         header = self.headers.get(tag)
         if header is not None:
             fields = rest.split(b",")
             if _is_snapshot_tag(fields[0]):
                 self._data(header, fields[0], fields[1:], line_no, offset, size)
-                return
+                return ()
             if header.top and len(fields) > 1 and _is_snapshot_tag(fields[1]):
                 # TOP,<PID>,T0001,...: the process id comes before the snapshot tag
                 self._data(header, fields[1], [fields[0], *fields[2:]], line_no, offset, size)
-                return
+                return ()
         result = self.control(tag, rest, line)
         if isinstance(result, tuple):
-            yield from self._zzzz(*result, line_no, offset)
+            return list(self._zzzz(*result, line_no, offset))
+        return ()
 
     def control(self, tag: bytes, rest: bytes, line: bytes) -> layout.Header | tuple[bytes, datetime] | None:
         """Every line that is not data of a known section: a new header, a snapshot's time
@@ -633,7 +637,13 @@ _SMALL_COUNT_MAX = float(validate.MAX_INT32)
 def _plain_numbers(header: layout.Header, values: list[bytes]) -> list[float | None] | None:
     """The numbers of a data line in one go when every cell is a plain valid number or empty (the
     usual line), else None: then each cell goes through ingest/validate.py with its reason."""
-    if not values or max(map(len, values)) > validate.MAX_NUMBER_CHARS or b"_" in b"".join(values):
+    joined = b",".join(values)
+    if (
+        not values
+        or b"_" in joined
+        or len(joined) > validate.MAX_NUMBER_CHARS
+        and max(map(len, values)) > validate.MAX_NUMBER_CHARS
+    ):
         return None
     try:
         numbers = [float(values[i]) if values[i].strip() else None for i in header.numeric]
@@ -648,12 +658,20 @@ def _plain_numbers(header: layout.Header, values: list[bytes]) -> list[float | N
         if len(signed) == len(numbers):
             if min(present) < 0:
                 return None
-        elif any(numbers[p] is not None and numbers[p] < 0 for p in signed):  # type: ignore[operator]
+        else:
+            for p in signed:
+                value = numbers[p]
+                if value is not None and value < 0:
+                    return None
+    # plain loops: most headers have no such column, and a generator per line costs more
+    for p in header.percent:
+        value = numbers[p]
+        if value is not None and value > _PERCENT_MAX:
             return None
-    if any(numbers[p] is not None and numbers[p] > _PERCENT_MAX for p in header.percent):  # type: ignore[operator]
-        return None
-    if any(numbers[p] is not None and numbers[p] > _SMALL_COUNT_MAX for p in header.small_counts):  # type: ignore[operator]
-        return None
+    for p in header.small_counts:
+        value = numbers[p]
+        if value is not None and value > _SMALL_COUNT_MAX:
+            return None
     return numbers
 
 
