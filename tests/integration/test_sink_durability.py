@@ -1,0 +1,190 @@
+"""The sink's consumer loop against the real stack (issue 23 item 4): a registry outage while
+messages flow dead-letters nothing, commits nothing and every row arrives once the registry is
+back; a replay of the whole topic set (the group's offsets reset to the start) leaves every count,
+sum and rollup as it was. The oracle is a fault-free sink run into another database."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from fleetperf import config
+from fleetperf.config import Settings
+from fleetperf.demo.simulate import simulate
+from fleetperf.ingest.publish import ingest
+from fleetperf.kafka_avro import kafka_client_config
+from fleetperf.stack.local import LocalStack
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.warehouse.sink import Sink
+
+pytestmark = pytest.mark.integration
+
+# What a fault-free run into another database must equal. Sums in Decimal: a float sum depends on
+# the order rows are read in, which batching changes; the rollups' averages rounded first for the
+# same reason (merged avg states).
+CHECKS = {
+    "cpu_samples_v": "count(), sum(toDecimal128(user_pct, 6)), sum(toDecimal128(ifNull(steal_pct, 0), 6))",
+    "nmon_values_v": "count(), sum(toDecimal128(ifNull(value, 0), 6))",
+    "host_configs FINAL": "count()",
+    "derived_metrics_v": "count(), sum(toDecimal128(value, 9))",
+    # the rollups are fed by materialized views on every insert: a double insert shows here
+    "metrics_hourly_v": "count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4)), "
+    "sum(toDecimal128(max_value, 6))",
+    "metrics_daily_v": "count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4))",
+    "dead_letters FINAL": "count()",
+}
+# Within one database a replay must not add a single row, merged or not (the raw tables without
+# FINAL: a duplicate stays visible there until a background merge).
+RAW = {
+    "derived_metrics": "count()",
+    "cpu_samples": "count()",
+    "nmon_values": "count()",
+    "dead_letters": "count()",
+    "sink_batches": "count()",
+}
+
+
+def _local(settings: Settings, database: str, group: str, embedded_path: Path) -> Settings:
+    env = {
+        **os.environ,
+        "FLEETPERF__STATE__DIR": str(embedded_path),
+        "FLEETPERF__CLICKHOUSE__DATABASE": database,
+        "FLEETPERF__WAREHOUSE__GROUP_ID": group,
+    }
+    return config.load(env)
+
+
+def _start(local: Settings, ch: Any) -> tuple[Sink, threading.Thread]:  # noqa: ANN401
+    sink = Sink(local, ch)
+    thread = threading.Thread(target=sink.run, daemon=True)
+    thread.start()
+    return sink, thread
+
+
+def _until_caught_up(sink: Sink, limit: float = 240) -> None:
+    deadline = time.monotonic() + limit
+    idle_rounds, last = 0, -1
+    while idle_rounds < 4:  # until the consumer has caught up and nothing more arrives
+        assert time.monotonic() < deadline, f"sink did not catch up: {sink.stats()}"
+        time.sleep(1.5)
+        written = sum(sink.rows_written.values())
+        caught_up = sink.lag and all(v == 0 for v in sink.lag.values())
+        idle_rounds = idle_rounds + 1 if written == last and caught_up else 0
+        last = written
+
+
+def _stop(sink: Sink, thread: threading.Thread) -> None:
+    sink.stop()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def _totals(ch: Any, checks: dict[str, str] = CHECKS) -> dict[str, Any]:  # noqa: ANN401
+    return {view: ch.query(f"SELECT {expr} FROM {view}").result_rows for view, expr in checks.items()}
+
+
+def _partitions(settings: Settings) -> list[TopicPartition]:
+    probe = Consumer({**kafka_client_config(settings), "group.id": "durability-probe"})
+    try:
+        meta = probe.list_topics(timeout=30)
+        return [
+            TopicPartition(t.name, p)
+            for t in settings.topics.values()
+            for p in (meta.topics[t.name].partitions if t.name in meta.topics else {})
+        ]
+    finally:
+        probe.close()
+
+
+def _committed(settings: Settings, group: str, partitions: list[TopicPartition]) -> dict[str, int]:
+    consumer = Consumer({**kafka_client_config(settings), "group.id": group, "enable.auto.commit": False})
+    try:
+        return {f"{tp.topic}/{tp.partition}": tp.offset for tp in consumer.committed(partitions, timeout=30)}
+    finally:
+        consumer.close()
+
+
+def _reset_to_start(settings: Settings, group: str, partitions: list[TopicPartition]) -> None:
+    """What `kafka-consumer-groups --reset-offsets --to-earliest` does, for an idle group."""
+    consumer = Consumer({**kafka_client_config(settings), "group.id": group, "enable.auto.commit": False})
+    try:
+        start = []
+        for tp in partitions:
+            low, _high = consumer.get_watermark_offsets(tp, timeout=30)
+            start.append(TopicPartition(tp.topic, tp.partition, low))
+        consumer.commit(offsets=start, asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _flink_quiet(settings: Settings, partitions: list[TopicPartition], quiet_s: float = 20, limit: float = 240) -> None:
+    """Waits until no topic grows for quiet_s: the job has emitted its final windows."""
+    probe = Consumer({**kafka_client_config(settings), "group.id": "durability-probe"})
+    try:
+        deadline = time.monotonic() + limit
+        last, since = None, time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            assert time.monotonic() < deadline, "the Flink job kept emitting"
+            marks = [probe.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in partitions]
+            if marks != last:
+                last, since = marks, time.monotonic()
+            time.sleep(2)
+    finally:
+        probe.close()
+
+
+def test_registry_outage_loses_nothing_and_a_replay_changes_nothing(
+    stack: Settings, embedded_path: Path, tmp_path: Path
+) -> None:
+    local_stack = LocalStack(stack)
+    registry = local_stack.registry()
+    if registry.pid() is None:
+        pytest.skip("the registry is not a local process here (container provider)")
+    files = simulate(
+        tmp_path, hosts=3, start=datetime(2026, 6, 1, 12, 0), duration=timedelta(minutes=20), interval=10, seed=23
+    )
+    assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
+    partitions = _partitions(stack)
+    _flink_quiet(stack, partitions)
+
+    # the registry goes away before the sink has seen a single schema id
+    registry.stop()
+    faulty = _local(stack, "durability_fault", "durability-fault", embedded_path)
+    ch, _ = migrate(faulty)
+    sink, thread = _start(faulty, ch)
+    time.sleep(25)
+    assert sink.transient_errors >= 1, sink.stats()
+    assert sink.undecodable == 0 and sum(sink.rows_written.values()) == 0, sink.stats()
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
+    assert all(offset < 0 for offset in _committed(stack, "durability-fault", partitions).values())
+
+    local_stack.start(only=("registry",), echo=lambda line: None)  # same ids: kafkasql storage
+    _until_caught_up(sink)
+    _stop(sink, thread)
+    after_outage, raw = _totals(ch), _totals(ch, RAW)
+
+    clean = _local(stack, "durability_clean", "durability-clean", embedded_path)
+    clean_ch, _ = migrate(clean)
+    clean_sink, clean_thread = _start(clean, clean_ch)
+    _until_caught_up(clean_sink)
+    _stop(clean_sink, clean_thread)
+    assert clean_sink.undecodable == 0
+    expected = _totals(clean_ch)
+    assert expected["cpu_samples_v"][0][0] >= 360 and expected["metrics_hourly_v"][0][1] > 0
+    assert after_outage == expected
+
+    # replay everything: the group starts again at the first offset of every partition
+    _reset_to_start(stack, "durability-fault", partitions)
+    replay, replay_thread = _start(faulty, ch)
+    _until_caught_up(replay)
+    _stop(replay, replay_thread)
+    assert sum(replay.rows_written.values()) > 0 and replay.replayed_batches > 0, replay.stats()
+    assert _totals(ch) == expected
+    assert _totals(ch, RAW) == raw
