@@ -149,6 +149,20 @@ def test_classic_file_without_aaa_date_takes_the_day_from_its_name_or_says_so(ki
     assert parser.rejected.startswith("ZZZZ lines carry no date and there is no AAA,date line")
 
 
+@pytest.mark.parametrize("kind", PARSERS)
+def test_zzzz_dates_written_with_numbers(kind: str) -> None:
+    text = (
+        b"AAA,progname,nmon\nAAA,host,num\nCPU_ALL,CPU Total num,User%,Sys%,Wait%,Idle%,Busy,CPUs\n"
+        b"ZZZZ,T0001,23:59:00,13/03/11\nCPU_ALL,T0001,1.0,1.0,0.0,98.0,,2\n"
+        b"ZZZZ,T0002,00:01:00,14/03/11\nCPU_ALL,T0002,1.0,1.0,0.0,98.0,,2\n"
+    )
+    cpu = by_topic(run(kind, "num.nmon", text)[0])["cpu_samples"]
+    assert [ts_of(r) for r in cpu] == [ts_ms("2011-03-13 23:59:00"), ts_ms("2011-03-14 00:01:00")]
+    out, parser = run(kind, "num.nmon", text.replace(b"13/03/11", b"03/04/11").replace(b"14/03/11", b"04/04/11"))
+    assert [decoded(e)["error"] for e in out if e.topic_key == "dead_letters"] == [parser.rejected]
+    assert "date_order" in parser.rejected
+
+
 def test_start_date_formats() -> None:
     assert start_date("10-FEB-2016", "x.nmon", None) == date(2016, 2, 10)
     assert start_date("18-aug-15", "x.nmon", None) == date(2015, 8, 18)

@@ -58,6 +58,7 @@ _DATE_MON = re.compile(r"^(\d{1,2})[-/ ]([A-Za-z]{3})[-/ ](\d{4}|\d{2})$")
 _DATE_MON_FIRST = re.compile(r"^([A-Za-z]{3})[-/ ](\d{1,2}),?[-/ ](\d{4}|\d{2})$")  # Mar 3 2011
 _DATE_YMD = re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})$")
 _DATE_NUM = re.compile(r"^(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})$")
+_NUMERIC_DAY = re.compile(rb"^\d{1,4}[/.]\d{1,2}[/.]\d{2,4}$")  # a ZZZZ date as 03/04/11 or 2011/04/03
 _FILE_DATE = re.compile(r"_(\d{2})(\d{2})(\d{2})_\d{4}")  # nmon's default name: host_YYMMDD_HHMM.nmon
 
 
@@ -103,7 +104,10 @@ def _clock_seconds(text: bytes) -> int | None:
     return h * 3600 + mi * 60 + s if h < 24 and mi < 60 and s < 60 else None
 
 
-def start_date(text: str, file_name: str, order: str | None) -> date:
+_FROM_AAA = "ZZZZ lines carry no date and AAA,date"
+
+
+def start_date(text: str, file_name: str, order: str | None, what: str = _FROM_AAA) -> date:
     """The day of the first snapshot from AAA,date (classic nmon: ZZZZ lines without a date).
     Day and month order comes from the date itself (a number above 12), else the file name
     (host_YYMMDD_HHMM.nmon), else `order`; otherwise FileRejectedError says so."""
@@ -129,7 +133,7 @@ def start_date(text: str, file_name: str, order: str | None) -> date:
             pass
     if not days:
         raise FileRejectedError(
-            f"ZZZZ lines carry no date and AAA,date {text!r} is not a date this reader knows "
+            f"{what} {text!r} is not a date this reader knows "
             "(DD-MON-YYYY, DD/MM/YY, MM/DD/YY, YYYY-MM-DD): the file is not read"
         )
     if len(days) == 1:
@@ -147,7 +151,7 @@ def start_date(text: str, file_name: str, order: str | None) -> date:
         return next(d for d, orders in days.items() if order in orders)
     dmy, mdy = sorted(days, key=lambda d: DATE_ORDERS.index(days[d][0]))
     raise FileRejectedError(
-        f"ZZZZ lines carry no date and AAA,date {text!r} can be {dmy:%d %b %Y} (day/month) or "
+        f"{what} {text!r} can be {dmy:%d %b %Y} (day/month) or "
         f"{mdy:%d %b %Y} (month/day); nothing in the file tells which (no day above 12, no "
         "host_YYMMDD_HHMM file name): the file is not read; pass date_order 'dmy' or 'mdy' (--date-order)"
     )
@@ -497,6 +501,8 @@ class NmonParser:
         snap.ts = ts_ms
 
     def _time(self, clock: bytes, day: bytes, tag: bytes) -> datetime:
+        if _NUMERIC_DAY.match(day):
+            return self._numeric_day_time(clock, day, tag)
         try:
             d, mon, y = day.split(b"-")
             hh, mm, ss = clock.split(b":")
@@ -508,6 +514,18 @@ class NmonParser:
             if isinstance(exc, LineError):
                 raise
             raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r} {day!r}") from None
+        return self._plausible(naive.replace(tzinfo=self.tz), tag)
+
+    def _numeric_day_time(self, clock: bytes, day: bytes, tag: bytes) -> datetime:
+        """A ZZZZ date written with numbers (03/04/11): day/month order as for AAA,date; FileRejectedError
+        (one message for the file) if nothing tells."""
+        seconds = _clock_seconds(clock)
+        if seconds is None or b"." in clock:
+            raise LineError(f"ZZZZ {tag.decode()}: bad time {clock!r} {day!r}")
+        when = start_date(day.decode("ascii"), self.file_name, self.date_order, what=f"ZZZZ {tag.decode()} date")
+        if not validate.year_plausible(when.year):
+            raise LineError(f"ZZZZ {tag.decode()}: time {clock!r} {day!r} outside 1990..now+1 day")
+        naive = datetime(when.year, when.month, when.day) + timedelta(seconds=seconds)
         return self._plausible(naive.replace(tzinfo=self.tz), tag)
 
     def _dateless(self, clock: bytes, tag: bytes) -> datetime:
