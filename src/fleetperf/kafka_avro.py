@@ -136,10 +136,10 @@ class AvroProducer:
         name, header, _ = self._frame(topic_key)
         self._produce(name, header + avro, key)
 
-    def _produce(self, topic: str, value: bytes, key: str | bytes | None) -> None:
+    def _produce(self, topic: str, value: bytes, key: str | bytes | None, headers: Any = None) -> None:  # noqa: ANN401
         if self._deliveries.retry:  # failed deliveries first: they re-enter the bounded queue
             self._requeue()
-        self._put(topic, value, key)
+        self._put(topic, value, key, headers)
 
     def _requeue(self) -> None:
         """Records whose delivery failed with a retriable error (the broker unreachable longer
@@ -147,14 +147,15 @@ class AvroProducer:
         time: a BufferError inside _put polls, and that poll may add to the list."""
         retry = self._deliveries.retry
         while retry:
-            topic, key, value = retry.pop(0)
+            topic, key, value, headers = retry.pop(0)
             self.retried += 1
-            self._put(topic, value, key)
+            self._put(topic, value, key, headers)
 
-    def _put(self, topic: str, value: bytes, key: str | bytes | None) -> None:
+    def _put(self, topic: str, value: bytes, key: str | bytes | None, headers: Any = None) -> None:  # noqa: ANN401
+        """headers: Kafka headers (e.g. the end-of-stream marker's), kept on a retry as well."""
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key)
+                self._producer.produce(topic, value=value, key=key, headers=headers)
                 break
             except BufferError:
                 self._producer.poll(0.1)
@@ -219,13 +220,13 @@ class _Deliveries:
 
     def __init__(self) -> None:
         self.errors: list[str] = []
-        self.retry: list[tuple[str, bytes | None, bytes]] = []
+        self.retry: list[tuple[str, bytes | None, bytes, Any]] = []
 
     def __call__(self, err: KafkaError | None, msg: Any) -> None:  # noqa: ANN401
         if err is None:
             return
         if retriable(err):
-            self.retry.append((msg.topic(), msg.key(), msg.value()))
+            self.retry.append((msg.topic(), msg.key(), msg.value(), msg.headers()))
         else:
             self.errors.append(f"{msg.topic()}: {err}")
 

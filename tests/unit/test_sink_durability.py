@@ -26,7 +26,7 @@ from fastavro import parse_schema, schemaless_writer
 from fleetperf import config
 from fleetperf.kafka_avro import AvroProducer, _Deliveries, retriable
 from fleetperf.warehouse.clickhouse import migrate, statements
-from fleetperf.warehouse.sink import Sink, TransientError, UndecodableError, registry_fetcher
+from fleetperf.warehouse.sink import DEDUP_SETTINGS, Sink, TransientError, UndecodableError, registry_fetcher
 from tests.conftest import embedded_settings
 
 SCHEMA_IDS = {"derived_metrics": 7, "cpu_samples": 8, "dead_letters": 9}
@@ -204,6 +204,44 @@ def test_a_replayed_range_is_dropped_by_clickhouse_and_the_rollups_stay_exact(wa
     ch.command("TRUNCATE TABLE sink_batches")
     _feed(_sink(settings, ch, registry, batch_rows=1000), Consumer(), msgs, chunk=7)
     assert ch.query("SELECT sum(windows) FROM metrics_hourly_v").result_rows == [(300,)]
+
+
+def test_measured_rollups_deduplicate_only_when_the_view_target_has_a_window(warehouse: Any) -> None:
+    """The figure behind sql/014 (chDB 4.4 = ClickHouse 26.9): three inserts of one block with one
+    token. The source drops two either way; the materialized view's target drops them only with a
+    deduplication window of its own."""
+    _, ch = warehouse
+    rows = [
+        ["a", datetime(2026, 1, 31, 23, 59), 1.0],
+        ["a", datetime(2026, 2, 1), 2.0],
+        ["b", datetime(2026, 2, 1), 3.0],
+    ]
+    seen = {}
+    for name, target_window in (("without", ""), ("with", "SETTINGS non_replicated_deduplication_window = 100")):
+        ch.command(
+            f"CREATE TABLE src_{name} (k String, ts DateTime('UTC'), v Float64) ENGINE = ReplacingMergeTree "
+            "PARTITION BY toYYYYMM(ts) ORDER BY (k, ts) SETTINGS non_replicated_deduplication_window = 100"
+        )
+        ch.command(
+            f"CREATE TABLE agg_{name} (k String, n AggregateFunction(count), s SimpleAggregateFunction(sum, Float64)) "
+            f"ENGINE = AggregatingMergeTree ORDER BY k {target_window}"
+        )
+        ch.command(
+            f"CREATE MATERIALIZED VIEW mv_{name} TO agg_{name} AS "
+            f"SELECT k, countState() AS n, sum(v) AS s FROM src_{name} GROUP BY k"
+        )
+        for _ in range(3):
+            ch.insert(
+                f"src_{name}",
+                rows,
+                column_names=["k", "ts", "v"],
+                settings={**DEDUP_SETTINGS, "insert_deduplication_token": "t/0/0-2"},
+            )
+        seen[name] = (
+            ch.query(f"SELECT count() FROM src_{name}").result_rows[0][0],
+            ch.query(f"SELECT countMerge(n) FROM agg_{name}").result_rows[0][0],
+        )
+    assert seen == {"without": (3, 9), "with": (3, 3)}
 
 
 def test_a_crash_between_two_tables_and_before_the_commit_loses_and_doubles_nothing(warehouse: Any) -> None:
@@ -459,6 +497,10 @@ class _Delivered:
     _topic: str
     _key: bytes | None
     _value: bytes
+    _headers: list[tuple[str, bytes]] | None = None
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._headers
 
     def topic(self) -> str:
         return self._topic
@@ -472,12 +514,12 @@ class _Delivered:
 
 def test_retriable_delivery_errors_are_kept_to_produce_again_and_the_rest_reported() -> None:
     deliveries = _Deliveries()
-    deliveries(KafkaError(KafkaError._MSG_TIMED_OUT), _Delivered("t", b"k", b"v1"))
+    deliveries(KafkaError(KafkaError._MSG_TIMED_OUT), _Delivered("t", b"k", b"v1", [("fleetperf-end-of-stream", b"1")]))
     deliveries(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), _Delivered("t", None, b"v2"))
     deliveries(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), _Delivered("t", b"k", b"big"))
     deliveries(KafkaError(KafkaError._MSG_TIMED_OUT, fatal=True), _Delivered("t", b"k", b"v3"))
     deliveries(None, _Delivered("t", b"k", b"ok"))
-    assert deliveries.retry == [("t", b"k", b"v1"), ("t", None, b"v2")]
+    assert deliveries.retry == [("t", b"k", b"v1", [("fleetperf-end-of-stream", b"1")]), ("t", None, b"v2", None)]
     assert len(deliveries.errors) == 2
     assert retriable(KafkaError(KafkaError._TRANSPORT)) and not retriable(
         KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
@@ -496,7 +538,7 @@ def test_one_delivery_error_does_not_fail_every_later_flush() -> None:
 def test_records_whose_delivery_timed_out_are_produced_again_not_dropped() -> None:
     settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # Kafka unreachable
     producer = AvroProducer(settings, **{"message.timeout.ms": 300})
-    producer._produce("fleetperf.test", b"payload", "key")
+    producer._produce("fleetperf.test", b"payload", "key", [("h", b"1")])
     with pytest.raises(RuntimeError, match="still queued"):
         producer.flush(timeout=2.5)
     assert producer.retried >= 2  # timed out (retriable) and went back into the queue each time
