@@ -131,6 +131,8 @@ class Follower:
             if followed.tail is not None:
                 followed.publisher.send_all(followed.tail.poll())
             return
+        if followed.tail is not None:  # not grown: a quiet period may complete what the tail holds (nmon)
+            followed.publisher.send_all(followed.tail.poll())
         if followed.tail is None and now - followed.last_growth >= self.settle:
             # a whole-file kind that stopped growing: read it once and be done with it
             publisher = followed.publisher
