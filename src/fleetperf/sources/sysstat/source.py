@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fleetperf.ingest.records import Emitted
 from fleetperf.sources.base import Option, Source
 from fleetperf.sources.base import Tail as BaseTail
-from fleetperf.sources.sysstat import records as sadc
+
+if TYPE_CHECKING:  # the reader is imported when a file is read, not when the registry lists the sources
+    from fleetperf.ingest.records import Emitted
+    from fleetperf.sources.sysstat import records as sadc
 
 OPTIONS = (
     Option(("--hz",), {"type": int, "help": "sadc: jiffies per second of the host of a pre-11.7 file (default 100)"}),
@@ -25,6 +28,8 @@ OPTIONS = (
 
 
 def options_of(opts: argparse.Namespace) -> sadc.Options:
+    from fleetperf.sources.sysstat import records as sadc
+
     version = getattr(opts, "sar_version", None)
     sar = tuple(int(x) for x in version.split(".")[:3]) if version else None
     return sadc.Options(
@@ -43,10 +48,14 @@ class SadcSource(Source):
         return head[:2] in (b"\x96\xd5", b"\xd5\x96")  # sysstat's file magic, either byte order
 
     def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
-        return sadc.records_of_file(path, options_of(opts))
+        from fleetperf.sources.sysstat.records import records_of_file
+
+        return records_of_file(path, options_of(opts))
 
     def tail(self, path: Path, opts: argparse.Namespace) -> BaseTail:
-        return SadcTail(sadc.Tail(path, options_of(opts)))
+        from fleetperf.sources.sysstat.records import Tail
+
+        return SadcTail(Tail(path, options_of(opts)))
 
 
 class SadcTail(BaseTail):
