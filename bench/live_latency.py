@@ -1,0 +1,227 @@
+"""Live nmon latency on the local stack (issue 24 item 3): an nmon file written at a fixed interval
+into a followed directory, as nmon writes it (each snapshot in one burst, ZZZZ line first, at the
+wall-clock time of the snapshot), followed by `ingest --follow`'s Follower in this process; prints
+p50/p95 of
+
+  write -> raw row queryable:      the snapshot's burst written -> its cpu_samples row inserted
+                                   (the row's ingested_at, set by ClickHouse on insert)
+  window end -> final window:      a 1-minute window's end (event time = wall time here) -> its
+                                   is_final derived_metrics row first seen by a query (polled
+                                   every --poll-sql seconds, so up to that much late)
+
+for each mode side by side: `quiet` (NmonTail publishes a snapshot after --quiet seconds without
+growth) and `zzzz` (the old behaviour: a snapshot is published when the next ZZZZ line appears).
+Needs the local stack: ./fleetperf up (and ./fleetperf down after).
+
+    .venv/bin/python bench/live_latency.py --live [--minutes 4] [--interval 10] [--modes quiet zzzz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from fleetperf import config  # noqa: E402
+from fleetperf.cli.sql_client import query  # noqa: E402
+from fleetperf.ingest.follow import Follower  # noqa: E402
+from fleetperf.ingest.publish import source_options  # noqa: E402
+
+
+def header(host: str, interval: int, start: datetime) -> bytes:
+    return (
+        "AAA,progname,nmon\n"
+        f"AAA,host,{host}\n"
+        f"AAA,interval,{interval}\n"
+        f"AAA,date,{start:%d-%b-%Y}\n"
+        f"CPU_ALL,CPU Total {host},User%,Sys%,Wait%,Idle%,Steal%,Busy,CPUs\n"
+        f"MEM,Memory MB {host},memtotal,memfree,cached\n"
+        f"NET,Network I/O {host},eth0-read-KB/s,eth0-write-KB/s,\n"
+    ).encode()
+
+
+def snapshot(n: int, at: datetime) -> bytes:
+    steal = 2.0 + n % 5
+    return (
+        f"ZZZZ,T{n:04d},{at:%H:%M:%S},{at:%d-%b-%Y}\n"
+        f"CPU_ALL,T{n:04d},20.0,5.0,1.0,{72.0 - steal:.1f},{steal:.1f},,4\n"
+        f"MEM,T{n:04d},8192.0,{4000 + n}.0,1500.0\n"
+        f"NET,T{n:04d},{10 + n % 7}.0,{20 + n % 3}.0,\n"
+    ).encode()
+
+
+@dataclass
+class Run:
+    mode: str
+    host: str
+    written: dict[int, float] = field(default_factory=dict)  # snapshot time (ms) -> burst written (epoch s)
+    raw: dict[int, float] = field(default_factory=dict)  # snapshot time (ms) -> row inserted (epoch s)
+    final: dict[int, float] = field(default_factory=dict)  # window end (ms) -> final row first seen (epoch s)
+
+
+def write_file(path: Path, run: Run, interval: int, minutes: float, stop: threading.Event) -> None:
+    """nmon: a header, then one burst per interval at wall-clock multiples of the interval."""
+    now = time.time()
+    first = math.ceil(now / interval) * interval
+    path.write_bytes(header(run.host, interval, datetime.fromtimestamp(now, UTC)))
+    count = int(minutes * 60 // interval)
+    for n in range(1, count + 1):
+        due = first + (n - 1) * interval
+        if stop.wait(max(0.0, due - time.time())):
+            return
+        at = datetime.fromtimestamp(due, UTC)
+        with open(path, "ab") as handle:
+            handle.write(snapshot(n, at))
+        run.written[int(due * 1000)] = time.time()
+
+
+def watch(settings: config.Settings, run: Run, every: float, stop: threading.Event) -> None:
+    """Polls the warehouse: insert times of the raw rows, first sight of each final window."""
+    host = run.host
+    while not stop.is_set():
+        try:
+            _, rows = query(
+                settings,
+                "SELECT toUnixTimestamp64Milli(ts), toUnixTimestamp64Milli(min(ingested_at)) FROM cpu_samples"
+                f" WHERE host_id = '{host}' GROUP BY ts",
+            )
+            for ts, inserted in rows:
+                run.raw.setdefault(int(ts), int(inserted) / 1000)
+            _, rows = query(
+                settings,
+                "SELECT DISTINCT toUnixTimestamp64Milli(window_end) FROM derived_metrics"
+                f" WHERE entity_id = '{host}' AND is_final",
+            )
+            seen = time.time()
+            for (end,) in rows:
+                run.final.setdefault(int(end), seen)
+        except Exception as exc:  # noqa: BLE001 - a slow or restarting warehouse: try again
+            print(f"  query failed ({exc}); retrying", file=sys.stderr)
+        stop.wait(every)
+
+
+def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> Run:
+    run = Run(mode, f"livebench-{mode}-{uuid.uuid4().hex[:6]}")
+    quiet = args.quiet if mode == "quiet" else -1.0
+    with tempfile.TemporaryDirectory(prefix="fleetperf-live-") as tmp:
+        folder = Path(tmp)
+        path = folder / f"{run.host}_{datetime.now(UTC):%y%m%d_%H%M}.nmon"
+        follower = Follower(
+            settings,
+            [str(folder)],
+            UTC,
+            poll_seconds=args.poll,
+            options=source_options(tz="UTC", nmon_quiet=quiet),
+            status_every=0,
+        )
+        stop = threading.Event()
+        threads = [
+            threading.Thread(target=follower.run, daemon=True),
+            threading.Thread(target=watch, args=(settings, run, args.poll_sql, stop), daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        try:
+            write_file(path, run, args.interval, args.minutes, stop)
+            # then until every snapshot's row and every closable window's final row was seen
+            deadline = time.time() + args.drain
+            wanted = closable_windows(run, args.interval, settings["flink"]["out_of_orderness_seconds"])
+            while time.time() < deadline and (len(run.raw) < len(run.written) or not wanted <= run.final.keys()):
+                time.sleep(0.5)
+        finally:
+            stop.set()
+            follower.stop()
+            for t in threads:
+                t.join(timeout=30)
+    return run
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
+
+
+WINDOW_MS = 60_000
+
+
+def closable_windows(run: Run, interval: int, out_of_orderness: int) -> set[int]:
+    """Ends of the windows whose every snapshot was written and that a later snapshot of the run
+    closes (its time >= end + the out-of-orderness allowance); the others are closed only by the
+    stream's idle/retain rules (a live file has no end-of-stream marker)."""
+    per_window = WINDOW_MS // 1000 // interval
+    last = max(run.written, default=0)
+    ends = {(ts // WINDOW_MS + 1) * WINDOW_MS for ts in run.written}
+    return {
+        e
+        for e in ends
+        if all(e - WINDOW_MS + i * interval * 1000 in run.written for i in range(per_window))
+        and last >= e + out_of_orderness * 1000
+    }
+
+
+def report(run: Run, interval: int, out_of_orderness: int) -> None:
+    raw = [run.raw[ts] - w for ts, w in run.written.items() if ts in run.raw]
+    missing = len(run.written) - len(raw)
+    wanted = sorted(closable_windows(run, interval, out_of_orderness))
+    final = [run.final[e] - e / 1000 for e in wanted if e in run.final]
+    nan = float("nan")
+    print(
+        f"{run.mode:>6}: write -> raw row queryable   p50 {statistics.median(raw) if raw else nan:5.2f} s"
+        f"  p95 {pct(raw, 0.95):5.2f} s  max {max(raw, default=nan):5.2f} s"
+        f"  ({len(raw)} snapshots{f', {missing} never seen' if missing else ''})"
+    )
+    print(
+        f"{'':>6}  window end -> final window  p50 {statistics.median(final) if final else nan:5.2f} s"
+        f"  p95 {pct(final, 0.95):5.2f} s  max {max(final, default=nan):5.2f} s"
+        f"  ({len(final)} of {len(wanted)} closable windows seen final)"
+    )
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--live", action="store_true", help="measure live latency on the running local stack")
+    p.add_argument("--modes", nargs="+", default=["quiet", "zzzz"], choices=["quiet", "zzzz"])
+    p.add_argument("--minutes", type=float, default=4.0, help="length of each mode's nmon file")
+    p.add_argument("--interval", type=int, default=10, help="nmon interval in seconds")
+    p.add_argument("--quiet", type=float, default=2.0, help="quiet period of the quiet mode (s)")
+    p.add_argument("--poll", type=float, default=1.0, help="the follower's poll interval (ingest --follow default)")
+    p.add_argument("--poll-sql", type=float, default=0.5, help="seconds between warehouse queries")
+    p.add_argument("--drain", type=float, default=60.0, help="at most this long after the last write (s)")
+    args = p.parse_args()
+    if not args.live:
+        p.error("only --live is implemented: pass --live with the local stack up (./fleetperf up)")
+    settings = config.load()
+    from fleetperf.cli.common import check_stack
+
+    check_stack(settings)
+    flink = settings["flink"]
+    print(
+        f"nmon every {args.interval} s for {args.minutes:g} min per mode; follower poll {args.poll:g} s;"
+        f" Flink: window {flink['window_seconds']} s, out-of-orderness {flink['out_of_orderness_seconds']} s,"
+        f" {flink['delivery']} (checkpoints every {flink['checkpoint_interval_seconds']} s);"
+        f" sink batches up to {settings['warehouse']['batch_seconds']} s"
+    )
+    runs = []
+    for mode in args.modes:
+        print(f"{mode}: writing {mode} ...", file=sys.stderr, flush=True)
+        runs.append(measure(settings, mode, args))
+    for run in runs:
+        report(run, args.interval, flink["out_of_orderness_seconds"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
