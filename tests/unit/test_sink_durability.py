@@ -543,3 +543,37 @@ def test_records_whose_delivery_timed_out_are_produced_again_not_dropped() -> No
         producer.flush(timeout=2.5)
     assert producer.retried >= 2  # timed out (retriable) and went back into the queue each time
     assert producer.errors == [] and len(producer._producer) + len(producer._deliveries.retry) == 1
+
+
+_KILLED_WRITER = r"""
+import os, signal, sys
+import clickhouse_connect
+path, step = sys.argv[1], sys.argv[2]
+ch = clickhouse_connect.get_client(interface="chdb", path=path)
+window = "SETTINGS non_replicated_deduplication_window = 100"
+ch.command("CREATE TABLE IF NOT EXISTS default.t (k String, v Float64) "
+           f"ENGINE = ReplacingMergeTree ORDER BY k {window}")
+ch.command("CREATE TABLE IF NOT EXISTS default.agg (k String, n AggregateFunction(count)) "
+           f"ENGINE = AggregatingMergeTree ORDER BY k {window}")
+ch.command("CREATE MATERIALIZED VIEW IF NOT EXISTS default.mv TO default.agg AS "
+           "SELECT k, countState() AS n FROM default.t GROUP BY k")
+ch.insert("default.t", [["a", 1.0], ["b", 2.0]], column_names=["k", "v"],
+          settings={"insert_deduplication_token": "x/0/0-1", "deduplicate_blocks_in_dependent_materialized_views": 1})
+if step == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)  # after the insert, before any commit: the warehouse dies
+rows = ch.query("SELECT count() FROM default.t").result_rows[0][0]
+print(rows, ch.query("SELECT countMerge(n) FROM default.agg").result_rows[0][0])
+"""
+
+
+def test_the_deduplication_log_survives_a_kill_9_of_the_engine(tmp_path: Path) -> None:
+    """chDB opens one data path per process, so the writer that dies is a child process."""
+    import subprocess
+    import sys
+
+    killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(tmp_path), "kill"], capture_output=True)
+    assert killed.returncode == -9
+    again = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITER, str(tmp_path), "replay"], capture_output=True, text=True, check=True
+    )
+    assert again.stdout.split() == ["2", "2"]  # the replayed block dropped in the table and its rollup
