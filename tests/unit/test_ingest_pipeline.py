@@ -185,3 +185,61 @@ def test_every_source_is_in_the_registry_and_the_readme() -> None:
     section = readme[readme.index("## What fleetperf reads") : readme.index("## Exit status")]
     for name in registry.SOURCES:
         assert f"| `{name}` |" in section, name
+
+
+NMON_TESTDATA = PERFKIT.parent.parent / "nmon" / "testdata"
+
+
+def _snapshot_counts(producer: RecordingProducer) -> int:
+    return len(producer.topics("nmon_snapshots"))
+
+
+def test_a_file_still_being_written_keeps_its_last_snapshot_and_the_rerun_publishes_it(
+    settings: config.Settings, tmp_path: Path, nmon_file: Path
+) -> None:
+    # nmon announced 5 snapshots (AAA,snapshots,5) and has written 3 and a half of them, just now
+    text = nmon_file.read_text()
+    cut = text.index("ZZZZ,T0004")
+    fourth_half = text[cut:].split("\n")
+    growing = tmp_path / "growing.nmon"
+    growing.write_text(text[:cut] + "\n".join(fourth_half[:2]) + "\n")
+    producer = RecordingProducer()
+    first = ingest(settings, [str(growing)], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    assert (first.samples["nmon snapshots"], first.errors, first.exit_code()) == (3, 0, 0)
+    ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
+    assert not ledger.get(growing, publish._opener).complete  # the next run reads it again
+    growing.write_text(text)  # nmon wrote the rest
+    second = ingest(settings, [str(growing)], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    assert second.samples["nmon snapshots"] == 2  # T0004 whole, and T0005
+    assert _snapshot_counts(producer) == 5
+    # every announced snapshot is there: complete, even though it was written moments ago
+    assert ledger.get(growing, publish._opener).complete
+    assert ingest(settings, [str(growing)], UTC, progress=False, producer=producer).skipped == 1  # type: ignore[arg-type]
+
+
+def test_an_old_file_ending_on_a_whole_line_is_complete(settings: config.Settings, tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "old.nmon"
+    path.write_bytes((NMON_TESTDATA / "linuxvm_nmon16.nmon").read_bytes())
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    producer = RecordingProducer()
+    summary = ingest(settings, [str(path)], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    assert summary.exit_code() in (0, 3) and summary.failed == 0
+    assert Ledger(settings.state_dir / "ingest-ledger.sqlite").get(path, publish._opener).complete
+
+
+def test_classic_nmon_whose_day_month_order_is_unknown_is_one_dead_letter_and_not_done(
+    settings: config.Settings, tmp_path: Path
+) -> None:
+    # AAA,date 05/06/11 and a name that does not tell (no host_YYMMDD): day/month order unknown
+    path = tmp_path / "classic.nmon"
+    path.write_bytes((NMON_TESTDATA / "aix53b_110605_0000.nmon").read_bytes())
+    producer = RecordingProducer()
+    summary = ingest(settings, [str(path)], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    assert (summary.failed, summary.exit_code(), _snapshot_counts(producer)) == (1, 1, 0)
+    [letter] = producer.topics("dead_letters")
+    assert "--date-order" in letter["error"]
+    assert not Ledger(settings.state_dir / "ingest-ledger.sqlite").get(path, publish._opener).complete
+    fixed = ingest(settings, [str(path)], progress=False, producer=producer, options=source_options(date_order="dmy"))  # type: ignore[arg-type]
+    assert fixed.failed == 0 and _snapshot_counts(producer) > 0

@@ -26,12 +26,15 @@ from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources import registry
-from fleetperf.sources.base import Source
+from fleetperf.sources.base import FileRejectedError, Reading, Source
 from fleetperf.sources.nmon import native_parser
 from fleetperf.sources.nmon.parser import open_binary
 
 CHECKPOINT_SNAPSHOTS = 2000
 PENDING_FILES = 64
+# a file modified this recently may still be written (nmon, sadc append to today's file): its end is
+# not taken as complete and the file not as done; `ingest --follow` is the way to read such files live
+STILL_WRITTEN_SECONDS = 30.0
 
 # exit status of `ingest` (and `parse`), for scripts and cron; README "Exit status" lists them too
 EXIT_OK = 0  # every file read, every record published
@@ -112,10 +115,11 @@ class FilePublisher:
         letters Kafka already has are not sent twice (their table is read by people, not merged)."""
         self.resume_snapshot = 0
 
-    def finish(self, checkpoint: bool = True) -> None:
+    def finish(self, checkpoint: bool = True, complete: bool = True) -> None:
         """The whole file was read; `checkpoint=False` leaves the flush and the ledger to the caller
-        (a backfill takes one checkpoint for many files, see PendingCheckpoints)."""
-        self.progress.complete = True
+        (a backfill takes one checkpoint for many files, see PendingCheckpoints). `complete=False`:
+        the file may still grow, so a re-run reads it again (and skips what was published)."""
+        self.progress.complete = complete
         self.progress.size = self.path.stat().st_size
         if checkpoint:
             self.checkpoint()
@@ -166,14 +170,15 @@ class FilePublisher:
         if emitted.snapshot:
             self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
 
-    def fail(self, error: str) -> None:
-        """The file could not be read (further): one message, one dead letter; not ledgered as done."""
+    def fail(self, error: str, reported: bool = False) -> None:
+        """The file could not be read (further): one message, one dead letter (unless the source
+        already sent the one that says why); not ledgered as done."""
         error = error.removeprefix(f"{self.path}: ")  # the message names the file once
         self.summary.failed += 1
         self.summary.failed_files.append(f"{self.path}: {error}")
-        self.producer.send(
-            "dead_letters", dead_letter(self.source.name, str(self.path), 0, 0, error, b"").record, key=str(self.path)
-        )
+        if not reported:
+            record = dead_letter(self.source.name, str(self.path), 0, 0, error, b"").record
+            self.producer.send("dead_letters", record, key=str(self.path))
         if not self.quiet:
             print(f"cannot read {self.path}: {error}", file=sys.stderr)
 
@@ -386,11 +391,17 @@ FILE_ERRORS = (ValueError, OSError, EOFError, UnicodeError)
 
 def _publish_file(publisher: FilePublisher, opts: argparse.Namespace) -> bool:
     """Every record of one file, finished but not checkpointed (the caller's PendingCheckpoints);
-    False if the file failed part-way (what was sent stays sent and is ledgered, not the file)."""
+    False if the file failed part-way (what was sent stays sent and is ledgered, not the file).
+    A file modified within STILL_WRITTEN_SECONDS may still be written: its source holds back what
+    may be incomplete at its end, and it is not recorded as done, so the next run continues it."""
+    reading = Reading(growing=time.time() - publisher.path.stat().st_mtime < STILL_WRITTEN_SECONDS)
     try:
-        publisher.send_all(publisher.source.read(publisher.path, opts))
+        publisher.send_all(publisher.source.read(publisher.path, opts, reading))
+    except FileRejectedError as exc:
+        publisher.fail(str(exc), reported=exc.reported)
+        return False
     except FILE_ERRORS as exc:
         publisher.fail(str(exc) or type(exc).__name__)
         return False
-    publisher.finish(checkpoint=False)
+    publisher.finish(checkpoint=False, complete=not reading.held_back)
     return True

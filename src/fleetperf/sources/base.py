@@ -45,6 +45,23 @@ def tz_of(opts: argparse.Namespace) -> tzinfo:
     return UTC if name.upper() == "UTC" else ZoneInfo(name)
 
 
+@dataclass
+class Reading:
+    """What the pipeline and a source tell each other about one read of a file."""
+
+    growing: bool = False  # in: written moments ago, may still grow (its end may be incomplete)
+    held_back: bool = False  # out: the source kept its end for the next run (the file is not done)
+
+
+class FileRejectedError(ValueError):
+    """A whole file that is not read (e.g. nmon whose day/month order cannot be told without
+    --date-order). `reported`: the source already yielded the dead letter that says why."""
+
+    def __init__(self, reason: str, reported: bool = True) -> None:
+        super().__init__(reason)
+        self.reported = reported
+
+
 class Tail(ABC):
     """A file that is still being written: `poll` yields the records completed since the last call."""
 
@@ -77,9 +94,11 @@ class Source(ABC):
         """True if `head` (the file's first bytes, gzip already undone) is this source's content."""
 
     @abstractmethod
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         """Every record of a file in file order, dead letters included. Records carry their position
-        (Emitted.snapshot, increasing) so that a re-run skips what Kafka acknowledged."""
+        (Emitted.snapshot, increasing) so that a re-run skips what Kafka acknowledged. `reading`:
+        a file written moments ago may still grow, so what its end holds may be incomplete; a
+        source that can tell holds that back for the next run and says so (held_back)."""
 
     def tail(self, path: Path, opts: argparse.Namespace) -> Tail | None:
         """A live reader of a file still being written, or None: the follower then reads the file as

@@ -12,7 +12,7 @@ from typing import ClassVar
 from fleetperf.ingest.identity import HostIdentity, local_identity
 from fleetperf.ingest.records import Emitted
 from fleetperf.sources.aix import collect, hpmstat
-from fleetperf.sources.base import Option, Source
+from fleetperf.sources.base import Option, Reading, Source
 
 IDENTITY = (
     Option(("--host-id",), {"help": "hpmstat/entstat: host identity (default: this host's <serial>-<lpar id>)"}),
@@ -47,7 +47,7 @@ class _AixCommand(Source):
     kind: ClassVar[str]
     options = IDENTITY
 
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         records = collect.from_file(self.kind, path, identity(opts), ts_ms(opts))
         for n, emitted in enumerate(records, start=1):
             yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)

@@ -4,14 +4,15 @@ native/) reads batch files in chunks; without it, and for one line at a time, th
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.base import TZ, Option, Source, Tail, tz_of
+from fleetperf.sources.base import TZ, FileRejectedError, Option, Reading, Source, Tail, tz_of
 from fleetperf.sources.nmon import native_parser, sniff
-from fleetperf.sources.nmon.parser import DATE_ORDERS, NmonParser, open_binary, read_chunks
+from fleetperf.sources.nmon.parser import CUT_LINE, DATE_ORDERS, NmonParser, open_binary, read_chunks
 
 DATE_ORDER = Option(
     ("--date-order",),
@@ -38,7 +39,7 @@ class NmonSource(Source):
         # after a UTF-8 byte order mark; the parsers apply the same rule (sniff.py)
         return sniff.sniff(head)
 
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         # both parsers take chunks cut anywhere and bound what they hold (a line, a snapshot), so
         # no line of the file is ever read whole into memory; a damaged gzip stream ends the file
         # like a cut (one dead letter)
@@ -49,15 +50,40 @@ class NmonSource(Source):
             )
         else:
             parser = NmonParser(str(path), tz, date_order=order)
+        zzzz, tail = 0, b""
         for chunk in read_chunks(path, native_parser.CHUNK):
             if isinstance(chunk, str):
                 yield from parser.damaged(chunk)
                 break
+            zzzz += (tail + chunk[:5]).count(b"\nZZZZ,") + chunk.count(b"\nZZZZ,")
+            tail = chunk[-5:]
             yield from parser.feed_chunk(chunk)
-        yield from parser.finish()
+        # a file nmon may still be writing keeps its last snapshot for the next run (resume by
+        # byte), unless it already holds every snapshot its AAA,snapshots line announced; its
+        # unfinished last line is no damage then
+        planned = _planned_snapshots(path)
+        growing = reading is not None and reading.growing and (planned is None or zzzz < planned)
+        if growing:
+            reading.held_back = True  # type: ignore[union-attr]
+        for emitted in parser.finish(complete_tail=not growing):
+            if not (growing and emitted.topic_key == "dead_letters" and emitted.record["error"] == CUT_LINE):
+                yield emitted
+        if parser.rejected is not None:  # e.g. day/month order unknown: not recorded as done
+            raise FileRejectedError(parser.rejected, reported=True)
 
     def tail(self, path: Path, opts: argparse.Namespace) -> Tail:
         return NmonTail(path, opts)
+
+
+_PLANNED = re.compile(rb"^AAA,snapshots,(\d{1,9})\s*$", re.M)
+
+
+def _planned_snapshots(path: Path) -> int | None:
+    """nmon's AAA,snapshots (its -c count): how many snapshots the file will hold when done."""
+    from fleetperf.sources.registry import head_of
+
+    m = _PLANNED.search(head_of(path, 16384))
+    return int(m.group(1)) if m else None
 
 
 # nmon writes a snapshot in one burst (its ZZZZ line and every section's line within milliseconds)

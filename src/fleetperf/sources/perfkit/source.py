@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fleetperf import config
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.base import TZ, Option, Source, tz_of
+from fleetperf.sources.base import TZ, Option, Reading, Source, tz_of
 from fleetperf.sources.perfkit import parser
 from fleetperf.sources.perfkit.records import Options, records_of_file
 
@@ -66,5 +66,5 @@ class PerfkitSource(Source):
         text = head.decode("utf-8", "replace")
         return any(parser._table_start(parser._MARKUP.sub("", line.strip())) for line in text.splitlines())
 
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         return records_of_file(path, options_of(opts))

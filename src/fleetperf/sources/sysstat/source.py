@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleetperf.sources.base import Option, Source
+from fleetperf.sources.base import Option, Reading, Source
 from fleetperf.sources.base import Tail as BaseTail
 
 if TYPE_CHECKING:  # the reader is imported when a file is read, not when the registry lists the sources
@@ -47,7 +47,7 @@ class SadcSource(Source):
     def sniff(self, head: bytes, path: Path) -> bool:
         return head[:2] in (b"\x96\xd5", b"\xd5\x96")  # sysstat's file magic, either byte order
 
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         from fleetperf.sources.sysstat.records import records_of_file
 
         return records_of_file(path, options_of(opts))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.base import Option, Source
+from fleetperf.sources.base import Option, Reading, Source
 from fleetperf.sources.perfkit.source import ZVM_SYSTEM
 from fleetperf.sources.zvm import monitor_layouts as lay
 from fleetperf.sources.zvm.monitor import looks_like_monreader
@@ -56,7 +56,7 @@ class ZvmMonitorSource(Source):
                     return True
         return False
 
-    def read(self, path: Path, opts: argparse.Namespace) -> Iterator[Emitted]:
+    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         for n, emitted in enumerate(records_of_file(path, options_of(opts)), start=1):
             yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
 
