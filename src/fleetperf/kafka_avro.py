@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,6 +17,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from fastavro import parse_schema, schemaless_writer
 
 from fleetperf.config import Settings, Topic
+
+log = logging.getLogger("fleetperf.kafka")
 
 
 def _secret_file(path: str) -> str:
@@ -165,20 +168,29 @@ class AvroProducer:
             self._producer.poll(0)
             self._unpolled = 0
 
-    def flush(self, timeout: float = 60.0) -> None:
+    def flush(self, timeout: float | None = 60.0) -> None:
         """Waits until every record is acknowledged, producing again those whose delivery failed
         with a retriable error. Raises for what is still in flight at the timeout (those records
         stay queued and are still delivered later) and for permanent failures since the last
         flush; either way the error list starts empty again, so one failure does not end a
-        long-running `--follow` or `collect`."""
-        deadline = time.monotonic() + timeout
+        long-running `--follow` or `collect`. timeout=None waits as long as Kafka is away (a
+        warning a minute), for a caller that must not go on before its records are in Kafka."""
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        warned = started
         while True:
-            remaining = self._producer.flush(max(0.0, min(1.0, deadline - time.monotonic())))
+            left = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+            remaining = self._producer.flush(left)
             if self._deliveries.retry:
                 self._requeue()
                 remaining = len(self._producer)
-            if not remaining or time.monotonic() >= deadline:
+            if not remaining or (deadline is not None and time.monotonic() >= deadline):
                 break
+            if time.monotonic() - warned >= 60:
+                warned = time.monotonic()
+                log.warning(
+                    "Kafka has not acknowledged %d records for %.0fs; still trying", remaining, warned - started
+                )
         failed = list(self.errors)
         self.errors.clear()
         if failed:

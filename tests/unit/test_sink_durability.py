@@ -577,3 +577,25 @@ def test_the_deduplication_log_survives_a_kill_9_of_the_engine(tmp_path: Path) -
         [sys.executable, "-c", _KILLED_WRITER, str(tmp_path), "replay"], capture_output=True, text=True, check=True
     )
     assert again.stdout.split() == ["2", "2"]  # the replayed block dropped in the table and its rollup
+
+
+def test_flush_without_timeout_waits_while_kafka_is_away() -> None:
+    settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # Kafka unreachable
+    producer = AvroProducer(settings, **{"message.timeout.ms": 300})
+    producer._produce("fleetperf.test", b"payload", "key")
+    outcome: list[BaseException | None] = []
+
+    def flush() -> None:
+        try:
+            producer.flush(timeout=None)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=flush, daemon=True)
+    waiter.start()
+    waiter.join(timeout=3)
+    assert waiter.is_alive() and outcome == []  # several delivery timeouts later, still waiting
+    producer._producer.purge()  # the queue emptied (a person gave up): purged records are permanent failures
+    waiter.join(timeout=10)
+    assert not waiter.is_alive() and isinstance(outcome[0], RuntimeError) and "permanently" in str(outcome[0])
