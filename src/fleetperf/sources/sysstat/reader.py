@@ -100,6 +100,7 @@ class _Decoder:
         # the same, padded to the item's size: a whole block of items unpacks in one call
         pad = size - self.struct.size  # >= 0: the decoders never take more than the item holds
         self.items = struct.Struct(fmt + (f"{pad}x" if pad > 0 else ""))
+        self._texts: dict[bytes, str | int] = {}
 
     def decode_many(self, buf: bytes, offset: int, n: int) -> list[Counters]:
         """n consecutive items from offset (the bytes are there)."""
@@ -114,8 +115,14 @@ class _Decoder:
     def _with_chars(self, values: tuple) -> Counters:
         n = len(self.names)
         item: Counters = dict(zip(self.names, values[:n], strict=True))
+        texts = self._texts  # interface, interrupt and file system names repeat in every record
         for name, raw in zip(self.chars, values[n:], strict=True):
-            item[name] = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
+            text = texts.get(raw)
+            if text is None:
+                text = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
+                if len(texts) < 4096:
+                    texts[raw] = text
+            item[name] = text
         return item
 
     def decode(self, buf: bytes | memoryview, offset: int) -> Counters:
