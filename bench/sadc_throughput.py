@@ -137,7 +137,8 @@ def main() -> None:
             mine.append(t_in)
             theirs.append(t_sadf)
         o, m, s = median(ours), median(mine), median(theirs)
-        print(f"{label:<20} {size:>7.2f} {n:>8} | {o:>12.3f} {m:>12.3f} {s:>12.3f} {o / s:>6.2f} |"
+        ratio = o / s if s else float("inf")
+        print(f"{label:<20} {size:>7.2f} {n:>8} | {o:>12.3f} {m:>12.3f} {s:>12.3f} {ratio:>6.2f} |"
               f" {rss_ours / 1024:>12.1f} {rss_theirs / 1024:>11.1f}")  # fmt: skip
     print(f"(files in {work}; CPU seconds of one process, i.e. per core; ratio = parse sadc / sadf)")
 
