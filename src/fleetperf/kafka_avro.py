@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import logging
+import os
+import struct
 import time
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +95,21 @@ class AvroProducer:
     written by fastavro directly, which costs a fifth of what the serializer's per-call bookkeeping
     does and matters at tens of thousands of records a second."""
 
-    def __init__(self, settings: Settings, **conf: Any) -> None:
+    def __init__(
+        self, settings: Settings, spool_dir: str | Path | None = None, spool_max_mb: int = 256, **conf: Any
+    ) -> None:
+        """spool_dir: where records wait on disk while Kafka is unreachable (DiskSpool; off when
+        None). A live collector that cannot wait (monreader) or must keep collecting passes one."""
         self.settings = settings
         self._deliveries = _Deliveries()
         self.errors = self._deliveries.errors  # permanent failures since the last flush()
+        self._spool = DiskSpool(Path(spool_dir), spool_max_mb * 2**20) if spool_dir is not None else None
+        self._spooling = self._spool is not None and bool(self._spool.segments())  # a previous run's
+        self._next_probe = 0.0
+        self.spooled = 0
+        if self._spool is not None:
+            # a record moves to disk once Kafka has been away this long (librdkafka's default is 5 min)
+            conf.setdefault("message.timeout.ms", SPOOL_AFTER_MS)
         client = registry_client(settings)
         base = {
             **kafka_client_config(settings),
@@ -140,8 +155,14 @@ class AvroProducer:
         self._produce(name, header + avro, key)
 
     def _produce(self, topic: str, value: bytes, key: str | bytes | None, headers: Any = None) -> None:  # noqa: ANN401
-        if self._deliveries.retry:  # failed deliveries first: they re-enter the bounded queue
+        if self._deliveries.retry:  # failed deliveries first: they re-enter the bounded queue (or the spool)
             self._requeue()
+        if self._spooling:
+            self._drain_if_back()
+            # while older records wait on disk, new ones queue behind them (order kept, no blocking)
+            if self._spooling and self._spool.append(topic, key, value, headers):
+                self.spooled += 1
+                return
         self._put(topic, value, key, headers)
 
     def _requeue(self) -> None:
@@ -152,13 +173,46 @@ class AvroProducer:
         while retry:
             topic, key, value, headers = retry.pop(0)
             self.retried += 1
-            self._put(topic, value, key, headers)
+            if self._spool is not None and self._spool.append(topic, key, value, headers):
+                self._spooling = True
+                self.spooled += 1
+                continue
+            self._put(topic, value, key, headers)  # no spool, or a full one: wait in the bounded queue
+
+    def _drain_if_back(self, force: bool = False) -> None:
+        """While spooling: every SPOOL_PROBE_S ask a broker for metadata; once one answers, produce
+        the spool's segments in order and delete each once Kafka has acknowledged all of it. A
+        segment that fails half-way stays (its records may arrive twice: at least once)."""
+        now = time.monotonic()
+        if not force and now < self._next_probe:
+            return
+        self._next_probe = now + SPOOL_PROBE_S
+        try:
+            if not self._producer.list_topics(timeout=2).brokers:
+                return
+        except KafkaException:
+            return
+        self._spool.close_writer()
+        for segment in self._spool.segments():
+            for topic, key, value, headers in self._spool.read(segment):
+                self._put(topic, value, key, headers)
+            if self._producer.flush(SPOOL_DRAIN_TIMEOUT_S) or self._deliveries.retry:
+                log.warning("Kafka went away again while the spool drained; %s stays", segment.name)
+                return
+            self._spool.remove(segment)
+        self._spooling = False
+        log.warning("spool drained: Kafka has every record again")
 
     def _put(self, topic: str, value: bytes, key: str | bytes | None, headers: Any = None) -> None:  # noqa: ANN401
         """headers: Kafka headers (e.g. the end-of-stream marker's), kept on a retry as well."""
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, headers=headers)
+                if headers:  # rare (end-of-stream markers): a delivery report carries no headers
+                    self._producer.produce(
+                        topic, value=value, key=key, headers=headers, on_delivery=self._deliveries.keeping(headers)
+                    )
+                else:
+                    self._producer.produce(topic, value=value, key=key)
                 break
             except BufferError:
                 self._producer.poll(0.1)
@@ -178,6 +232,8 @@ class AvroProducer:
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         warned = started
+        if self._spooling:
+            self._drain_if_back(force=True)
         while True:
             left = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
             remaining = self._producer.flush(left)
@@ -191,12 +247,129 @@ class AvroProducer:
                 log.warning(
                     "Kafka has not acknowledged %d records for %.0fs; still trying", remaining, warned - started
                 )
+        if self._spool is not None:
+            if self._deliveries.retry:
+                self._requeue()
+            self._spool.sync()  # what waits on disk survives a crash from here on
+            if self._spooling:
+                log.warning("Kafka unreachable: %d bytes of records wait in %s", self._spool.bytes, self._spool.dir)
         failed = list(self.errors)
         self.errors.clear()
         if failed:
             raise RuntimeError(f"delivery failed permanently for {len(failed)} records: {failed[:3]}")
         if remaining:
             raise RuntimeError(f"{remaining} records not delivered within {timeout}s (still queued, retrying)")
+
+
+SPOOL_AFTER_MS = 30_000
+SPOOL_PROBE_S = 5.0
+SPOOL_DRAIN_TIMEOUT_S = 60.0
+SPOOL_SEGMENT_BYTES = 16 * 2**20
+_FRAME = struct.Struct(">II")  # body length, CRC32 of the body
+
+
+class DiskSpool:
+    """Records Kafka could not take yet, in order, on local disk: append-only segment files
+    (<time_ns>.spool) of frames [length, CRC32, body]; the body holds topic, key, headers and
+    value. Bounded: append() refuses a record once the segments hold max_bytes (the producer then
+    waits in librdkafka's bounded queue instead: nothing is dropped). One process per directory
+    (flock on .lock); the next process that opens the directory drains what a crashed one left.
+    A frame cut short by a crash ends that segment's reading (the record was never acknowledged
+    to the caller: flush() syncs before it returns)."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self._lock = open(self.dir / ".lock", "a+b")  # noqa: SIM115 - held for the spool's life
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.close()
+            raise RuntimeError(f"spool {self.dir} is in use by another process") from None
+        self._writer: Any = None
+        self.bytes = sum(p.stat().st_size for p in self.segments())
+
+    def segments(self) -> list[Path]:
+        return sorted(self.dir.glob("*.spool"))
+
+    def append(self, topic: str, key: Any, value: bytes, headers: Any) -> bool:  # noqa: ANN401
+        body = _spool_body(topic, key, value, headers)
+        if self.bytes + _FRAME.size + len(body) > self.max_bytes:
+            return False
+        if self._writer is None or self._writer.tell() >= SPOOL_SEGMENT_BYTES:
+            self.close_writer()
+            self._writer = open(self.dir / f"{time.time_ns():020d}.spool", "ab")  # noqa: SIM115
+        self._writer.write(_FRAME.pack(len(body), zlib.crc32(body)) + body)
+        self.bytes += _FRAME.size + len(body)
+        return True
+
+    def sync(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+            os.fsync(self._writer.fileno())
+
+    def close_writer(self) -> None:
+        if self._writer is not None:
+            self.sync()
+            self._writer.close()
+            self._writer = None
+
+    def read(self, segment: Path) -> Iterator[tuple[str, bytes | None, bytes, list[tuple[str, bytes]] | None]]:
+        data = segment.read_bytes()
+        at = 0
+        while at + _FRAME.size <= len(data):
+            size, crc = _FRAME.unpack_from(data, at)
+            body = data[at + _FRAME.size : at + _FRAME.size + size]
+            if len(body) < size or zlib.crc32(body) != crc:
+                log.warning("spool %s: frame at byte %d cut short or damaged; the rest is skipped", segment, at)
+                return
+            yield _spool_record(body)
+            at += _FRAME.size + size
+
+    def remove(self, segment: Path) -> None:
+        self.bytes -= segment.stat().st_size
+        segment.unlink()
+
+    def close(self) -> None:
+        """Synced, and the directory free for the next process."""
+        self.close_writer()
+        self._lock.close()
+
+
+def _spool_body(topic: str, key: Any, value: bytes, headers: Any) -> bytes:  # noqa: ANN401
+    def blob(b: Any) -> bytes:  # noqa: ANN401 - None -> -1
+        if b is None:
+            return struct.pack(">i", -1)
+        raw = b.encode() if isinstance(b, str) else bytes(b)
+        return struct.pack(">i", len(raw)) + raw
+
+    items = list(headers.items() if isinstance(headers, dict) else headers or [])
+    out = [blob(topic), blob(key), struct.pack(">i", len(items) if headers is not None else -1)]
+    for name, v in items:
+        out += [blob(name), blob(v)]
+    out.append(blob(value))
+    return b"".join(out)
+
+
+def _spool_record(body: bytes) -> tuple[str, bytes | None, bytes, list[tuple[str, bytes]] | None]:
+    at = 0
+
+    def blob() -> bytes | None:
+        nonlocal at
+        (size,) = struct.unpack_from(">i", body, at)
+        at += 4
+        if size < 0:
+            return None
+        at += size
+        return body[at - size : at]
+
+    topic = (blob() or b"").decode()
+    key = blob()
+    (count,) = struct.unpack_from(">i", body, at)
+    at += 4
+    headers = None if count < 0 else [((blob() or b"").decode(), blob()) for _ in range(count)]
+    return topic, key, blob() or b"", headers
 
 
 # Errors a new attempt can cure, beyond those librdkafka flags retriable itself: its own timeouts
@@ -234,13 +407,18 @@ class _Deliveries:
         self.errors: list[str] = []
         self.retry: list[tuple[str, bytes | None, bytes, Any]] = []
 
-    def __call__(self, err: KafkaError | None, msg: Any) -> None:  # noqa: ANN401
+    def __call__(self, err: KafkaError | None, msg: Any, headers: Any = None) -> None:  # noqa: ANN401
         if err is None:
             return
         if retriable(err):
-            self.retry.append((msg.topic(), msg.key(), msg.value(), msg.headers()))
+            self.retry.append((msg.topic(), msg.key(), msg.value(), headers))
         else:
             self.errors.append(f"{msg.topic()}: {err}")
+
+    def keeping(self, headers: Any) -> Any:  # noqa: ANN401
+        """The callback of one record with headers: librdkafka's report of a failed delivery
+        does not give them back (measured: msg.headers() is None), a retry must send them."""
+        return lambda err, msg: self(err, msg, headers)
 
 
 def deserializers(settings: Settings) -> dict[str, AvroDeserializer]:

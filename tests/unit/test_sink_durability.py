@@ -525,7 +525,9 @@ class _Delivered:
 
 def test_retriable_delivery_errors_are_kept_to_produce_again_and_the_rest_reported() -> None:
     deliveries = _Deliveries()
-    deliveries(KafkaError(KafkaError._MSG_TIMED_OUT), _Delivered("t", b"k", b"v1", [("fleetperf-end-of-stream", b"1")]))
+    deliveries.keeping([("fleetperf-end-of-stream", b"1")])(
+        KafkaError(KafkaError._MSG_TIMED_OUT), _Delivered("t", b"k", b"v1")
+    )
     deliveries(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), _Delivered("t", None, b"v2"))
     deliveries(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), _Delivered("t", b"k", b"big"))
     deliveries(KafkaError(KafkaError._MSG_TIMED_OUT, fatal=True), _Delivered("t", b"k", b"v3"))
@@ -610,3 +612,88 @@ def test_flush_without_timeout_waits_while_kafka_is_away(freed: None) -> None:
     producer._producer.purge()  # the queue emptied (a person gave up): purged records are permanent failures
     waiter.join(timeout=10)
     assert not waiter.is_alive() and isinstance(outcome[0], RuntimeError) and "permanently" in str(outcome[0])
+
+
+# --- the producer's spool while Kafka is unreachable (issue 23 item 5) ---------------------------
+def test_the_spool_keeps_records_in_order_bounded_and_survives_a_cut_frame(tmp_path: Path) -> None:
+    from fleetperf.kafka_avro import DiskSpool
+
+    spool = DiskSpool(tmp_path / "spool", max_bytes=4096)
+    records = [("t1", b"k1", b"v1", [("fleetperf-end-of-stream", b"1")]), ("t2", None, bytes(range(256)), None)]
+    for topic, key, value, headers in records:
+        assert spool.append(topic, key, value, headers)
+    assert spool.append("t3", "str-key", b"x" * 5000, None) is False  # beyond the bound: refused, not cut
+    with pytest.raises(RuntimeError, match="in use"):
+        DiskSpool(tmp_path / "spool", max_bytes=4096)  # one process per directory
+    spool.close()
+    (segment,) = spool.segments()
+    assert list(spool.read(segment)) == records
+    with segment.open("ab") as f:  # a crash in the middle of the next frame
+        f.write(b"\0\0\0\x40\0\0")
+    again = DiskSpool(tmp_path / "spool", max_bytes=4096)
+    assert list(again.read(segment)) == records
+    again.close()
+
+
+class _Broker:
+    """librdkafka's Producer as far as the spool's drain uses it, with a broker that answers."""
+
+    def __init__(self) -> None:
+        self.produced: list[tuple[str, Any, bytes, Any]] = []
+        self.brokers = {1: "up"}
+
+    def list_topics(self, timeout: float) -> _Broker:
+        return self
+
+    def produce(self, topic: str, value: bytes, key: Any = None, headers: Any = None, **_: Any) -> None:  # noqa: ANN401
+        self.produced.append((topic, key, value, headers))
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_records_wait_in_the_spool_while_kafka_is_away_and_drain_in_order(tmp_path: Path, freed: None) -> None:
+    settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # Kafka unreachable
+    producer = AvroProducer(settings, spool_dir=tmp_path / "spool", **{"message.timeout.ms": 300})
+    for i in range(3):
+        producer._produce("fleetperf.test", f"v{i}".encode(), f"k{i}", [("h", b"1")])
+    producer.flush(timeout=10)  # returns: every record is acknowledged by Kafka or on disk
+    assert producer._spooling and producer.spooled == 3 and producer.errors == []
+    producer._produce("fleetperf.test", b"v3", "k3")  # while spooling: straight to disk, behind the others
+    producer.flush(timeout=10)
+    spooled = [r for seg in producer._spool.segments() for r in producer._spool.read(seg)]
+    assert sorted(v for _, _, v, _ in spooled[:3]) == [b"v0", b"v1", b"v2"] and spooled[3][2] == b"v3"
+    assert spooled[0][3] == [("h", b"1")]
+
+    # Kafka is back (a broker answers): the next flush drains the spool in order, then deletes it
+    real, producer._producer = producer._producer, _Broker()
+    try:
+        producer.flush(timeout=10)
+        assert [p[2] for p in producer._producer.produced] == [v for _, _, v, _ in spooled]
+        assert not producer._spooling and producer._spool.segments() == [] and producer._spool.bytes == 0
+        producer._produce("fleetperf.test", b"v4", "k4")  # straight to Kafka again
+        assert producer._producer.produced[-1][2] == b"v4"
+    finally:
+        producer._producer = real
+
+
+def test_a_spool_left_by_a_crashed_run_is_drained_by_the_next_producer(tmp_path: Path, freed: None) -> None:
+    from fleetperf.kafka_avro import DiskSpool
+
+    left = DiskSpool(tmp_path / "spool", max_bytes=2**20)
+    left.append("fleetperf.test", b"k", b"from the last run", None)
+    left.close()
+    producer = AvroProducer(config.load({"FLEETPERF__KAFKA__PORT": "9"}), spool_dir=tmp_path / "spool")
+    assert producer._spooling
+    real, producer._producer = producer._producer, _Broker()
+    try:
+        producer.flush(timeout=5)
+        assert producer._producer.produced == [("fleetperf.test", b"k", b"from the last run", None)]
+    finally:
+        producer._producer = real
