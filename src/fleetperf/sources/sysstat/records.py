@@ -166,8 +166,15 @@ class Collector:
                 snapshot=self.sequence,
             )
         if cpu_all is not None and self._interval_s(base, cpu_all, online, prev, cur) is not None:
-            yield Emitted("cpu_samples", self._cpu_sample(base, cpu_all, online, prev, cur), key=self.host_id,
-                          snapshot=self.sequence)  # fmt: skip
+            line = cpu_line(cpu_all)
+            # each figure of sar's is in range, their sums (user incl. guest, system incl. irq/soft) must be too
+            bad = [f"{k} = {v!r}" for k, v in line.items() if not 0 <= v <= 100.0001]
+            if bad:
+                text = f"record at offset {cur.offset}: CPU line {', '.join(bad)} out of range; not published"
+                yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
+            else:
+                yield Emitted("cpu_samples", self._cpu_sample(base, cpu_all, online, prev, cur), key=self.host_id,
+                              snapshot=self.sequence)  # fmt: skip
 
     def _interval_s(self, base: dict, v: dict[str, float], online: int, prev: Record, cur: Record) -> float | None:
         interval = base["interval_s"]
