@@ -68,6 +68,9 @@ class Run:
     written: dict[int, float] = field(default_factory=dict)  # snapshot time (ms) -> burst written (epoch s)
     raw: dict[int, float] = field(default_factory=dict)  # snapshot time (ms) -> row inserted (epoch s)
     final: dict[int, float] = field(default_factory=dict)  # window end (ms) -> final row first seen (epoch s)
+    emitted: dict[int, float] = field(default_factory=dict)  # window end (ms) -> Flink emitted it final (epoch s)
+    kafka: dict[int, float] = field(default_factory=dict)  # snapshot time (ms) -> produced to Kafka (epoch s)
+    started: float = field(default_factory=time.time)
 
 
 def write_file(path: Path, run: Run, interval: int, minutes: float, stop: threading.Event) -> None:
@@ -100,15 +103,53 @@ def watch(settings: config.Settings, run: Run, every: float, stop: threading.Eve
                 run.raw.setdefault(int(ts), int(inserted) / 1000)
             _, rows = query(
                 settings,
-                "SELECT DISTINCT toUnixTimestamp64Milli(window_end) FROM derived_metrics"
-                f" WHERE entity_id = '{host}' AND is_final",
+                "SELECT toUnixTimestamp64Milli(window_end), toUnixTimestamp64Milli(min(emitted_at))"
+                f" FROM derived_metrics WHERE entity_id = '{host}' AND is_final GROUP BY window_end",
             )
             seen = time.time()
-            for (end,) in rows:
+            for end, emitted in rows:
+                run.emitted.setdefault(int(end), int(emitted) / 1000)
                 run.final.setdefault(int(end), seen)
         except Exception as exc:  # noqa: BLE001 - a slow or restarting warehouse: try again
             print(f"  query failed ({exc}); retrying", file=sys.stderr)
         stop.wait(every)
+
+
+def kafka_times(settings: config.Settings, run: Run) -> None:
+    """CreateTime of the run's cpu_samples records (set by the producer when the follower sent
+    them): splits write -> row into collector and Kafka + sink."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from fleetperf.kafka_avro import deserializers, kafka_client_config
+
+    topic = settings.topic("cpu_samples").name
+    decode = deserializers(settings)[topic]
+    consumer = Consumer(
+        {**kafka_client_config(settings), "group.id": f"bench-{uuid.uuid4()}", "enable.auto.commit": False}
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        since = int(run.started * 1000) - 60_000
+        wanted = consumer.offsets_for_times([TopicPartition(topic, p, since) for p in partitions], timeout=10)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+        todo = {tp.partition for tp in wanted if 0 <= tp.offset < ends[tp.partition]}
+        consumer.assign([tp for tp in wanted if tp.partition in todo])
+        deadline = time.time() + 30
+        while todo and time.time() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            if msg.offset() >= ends[msg.partition()] - 1:
+                todo.discard(msg.partition())
+            if msg.key() != run.host.encode():
+                continue
+            record = decode(msg.value(), SerializationContext(topic, MessageField.VALUE))
+            ts = record["ts"]
+            ms = int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else int(ts)
+            run.kafka.setdefault(ms, msg.timestamp()[1] / 1000)
+    finally:
+        consumer.close()
 
 
 def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> Run:
@@ -144,6 +185,7 @@ def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> R
             follower.stop()
             for t in threads:
                 t.join(timeout=30)
+    kafka_times(settings, run)
     return run
 
 
@@ -175,8 +217,11 @@ def closable_windows(run: Run, interval: int, out_of_orderness: int) -> set[int]
 def report(run: Run, interval: int, out_of_orderness: int) -> None:
     raw = [run.raw[ts] - w for ts, w in run.written.items() if ts in run.raw]
     missing = len(run.written) - len(raw)
+    produced = [run.kafka[ts] - w for ts, w in run.written.items() if ts in run.kafka]
+    sunk = [run.raw[ts] - run.kafka[ts] for ts in run.written if ts in run.raw and ts in run.kafka]
     wanted = sorted(closable_windows(run, interval, out_of_orderness))
     final = [run.final[e] - e / 1000 for e in wanted if e in run.final]
+    emitted = [run.emitted[e] - e / 1000 for e in wanted if e in run.emitted]
     nan = float("nan")
     print(
         f"{run.mode:>6}: write -> raw row queryable   p50 {statistics.median(raw) if raw else nan:5.2f} s"
@@ -184,9 +229,18 @@ def report(run: Run, interval: int, out_of_orderness: int) -> None:
         f"  ({len(raw)} snapshots{f', {missing} never seen' if missing else ''})"
     )
     print(
+        f"{'':>6}    of which write -> Kafka  p50 {statistics.median(produced) if produced else nan:5.2f} s"
+        f"  p95 {pct(produced, 0.95):5.2f} s;  Kafka -> row  p50 {statistics.median(sunk) if sunk else nan:5.2f} s"
+        f"  p95 {pct(sunk, 0.95):5.2f} s"
+    )
+    print(
         f"{'':>6}  window end -> final window  p50 {statistics.median(final) if final else nan:5.2f} s"
         f"  p95 {pct(final, 0.95):5.2f} s  max {max(final, default=nan):5.2f} s"
         f"  ({len(final)} of {len(wanted)} closable windows seen final)"
+    )
+    print(
+        f"{'':>6}    of which end -> Flink emits it  p50 {statistics.median(emitted) if emitted else nan:5.2f} s"
+        f"  p95 {pct(emitted, 0.95):5.2f} s (then the checkpoint's commit and the sink)"
     )
 
 
