@@ -188,3 +188,38 @@ def test_registry_outage_loses_nothing_and_a_replay_changes_nothing(
     assert sum(replay.rows_written.values()) > 0 and replay.replayed_batches > 0, replay.stats()
     assert _totals(ch) == expected
     assert _totals(ch, RAW) == raw
+
+
+def test_records_spooled_while_kafka_was_away_reach_kafka_through_the_next_producer(
+    stack: Settings, tmp_path: Path
+) -> None:
+    """Issue 23 item 5 with the real broker and registry: a producer that cannot reach Kafka keeps
+    its records in the disk spool (flush returns: they are on disk); the next producer with the
+    same spool, Kafka reachable, drains them; a reader sees each once."""
+    import uuid
+
+    from fleetperf.kafka_avro import AvroProducer
+    from tests.integration.kafka_read import read_all
+
+    host = f"spool-{uuid.uuid4().hex[:8]}"
+    start = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+    records = [
+        {"host_id": host, "hostname": host, "ts": start + timedelta(seconds=10 * i), "interval_s": 10.0,
+         "source": "nmon", "user_pct": float(i), "origin_file": "spool-test", "origin_snapshot": f"T{i:04d}"}
+        for i in range(5)
+    ]  # fmt: skip
+    away = AvroProducer(
+        stack, spool_dir=tmp_path / "spool", **{"bootstrap.servers": "127.0.0.1:9", "message.timeout.ms": 500}
+    )
+    for record in records:
+        away.send("cpu_samples", record, key=host)
+    away.flush(timeout=30)
+    assert away.spooled == 5 and away._spool.bytes > 0 and away.errors == []
+    away._spool.close()
+    del away
+
+    back = AvroProducer(stack, spool_dir=tmp_path / "spool")
+    back.flush(timeout=60)
+    assert back._spool.segments() == [] and not back._spooling
+    got = [r for r in read_all(stack, "cpu_samples") if r["host_id"] == host]
+    assert sorted((r["ts"], r["user_pct"]) for r in got) == [(r["ts"], r["user_pct"]) for r in records]
