@@ -4,7 +4,6 @@ native/) reads batch files in chunks; without it, and for one line at a time, th
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,21 +49,17 @@ class NmonSource(Source):
             )
         else:
             parser = NmonParser(str(path), tz, date_order=order)
-        zzzz, tail = 0, b""
         for chunk in read_chunks(path, native_parser.CHUNK):
             if isinstance(chunk, str):
                 yield from parser.damaged(chunk)
                 break
-            zzzz += (tail + chunk[:5]).count(b"\nZZZZ,") + chunk.count(b"\nZZZZ,")
-            tail = chunk[-5:]
             yield from parser.feed_chunk(chunk)
         # a file nmon may still be writing keeps its last snapshot for the next run (resume by
-        # byte), unless it already holds every snapshot its AAA,snapshots line announced; its
-        # unfinished last line is no damage then
-        planned = _planned_snapshots(path)
-        growing = reading is not None and reading.growing and (planned is None or zzzz < planned)
-        if growing:
-            reading.held_back = True  # type: ignore[union-attr]
+        # byte) when that snapshot has fewer sections than the one before it (nmon writes a
+        # snapshot's sections in one burst); its unfinished last line is no damage then
+        growing = reading is not None and reading.growing and _last_snapshot_short(path)
+        if reading is not None and (growing or _ends_inside_a_line(path)):
+            reading.held_back = True  # the parsers keep that snapshot for a later run: not done
         for emitted in parser.finish(complete_tail=not growing):
             if not (growing and emitted.topic_key == "dead_letters" and emitted.record["error"] == CUT_LINE):
                 yield emitted
@@ -75,15 +70,38 @@ class NmonSource(Source):
         return NmonTail(path, opts)
 
 
-_PLANNED = re.compile(rb"^AAA,snapshots,(\d{1,9})\s*$", re.M)
+TAIL_BYTES = 4 << 20  # enough for two snapshots of any host we know (TOP lines included)
 
 
-def _planned_snapshots(path: Path) -> int | None:
-    """nmon's AAA,snapshots (its -c count): how many snapshots the file will hold when done."""
-    from fleetperf.sources.registry import head_of
+def _ends_inside_a_line(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        if handle.read(2) == b"\x1f\x8b":
+            return False
+        size = handle.seek(0, 2)
+        if size == 0:
+            return False
+        handle.seek(size - 1)
+        return handle.read(1) != b"\n"
 
-    m = _PLANNED.search(head_of(path, 16384))
-    return int(m.group(1)) if m else None
+
+def _last_snapshot_short(path: Path) -> bool:
+    """True if the file's last snapshot holds fewer sections than the one before it, judged on
+    its last TAIL_BYTES (a plain file; a .gz being written is not a case nmon makes)."""
+    with open(path, "rb") as handle:
+        if handle.read(2) == b"\x1f\x8b":
+            return False
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - TAIL_BYTES))
+        lines = handle.read().split(b"\n")
+    marks = [i for i, line in enumerate(lines) if line.startswith(b"ZZZZ,")]
+    if len(marks) < 2:
+        return False
+
+    def tags(start: int, end: int) -> set[bytes]:
+        return {line.split(b",", 1)[0] for line in lines[start + 1 : end] if line.strip()}
+
+    last, before = tags(marks[-1], len(lines)), tags(marks[-2], marks[-1])
+    return last < before
 
 
 # nmon writes a snapshot in one burst (its ZZZZ line and every section's line within milliseconds)
