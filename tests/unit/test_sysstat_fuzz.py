@@ -173,7 +173,7 @@ FOUND = [
 
 def _first_time(data: bytes) -> int:
     # upstream's ppc file has records 23 years after its header (a mangled conversion): records decide
-    return next(r.ust_time for r in open_bytes(data).records() if hasattr(r, "ust_time"))
+    return next(r.ust_time for r in open_bytes(data, check_times=False).records() if hasattr(r, "ust_time"))
 
 
 @pytest.mark.parametrize(("name", "flips"), FOUND)

@@ -189,7 +189,9 @@ class SaFile:
     window is the whole file; given an open file, it slides: memory stays at about the largest record
     plus 2 MB whatever the file's size."""
 
-    def __init__(self, data: bytes | BinaryIO, path: str = "", hz: int | None = None) -> None:
+    def __init__(self, data: bytes | BinaryIO, path: str = "", hz: int | None = None, check_times: bool = True) -> None:
+        # False: record times are taken as they are, as sar does (a file known to have mangled times)
+        self._check_times = check_times
         self._handle: BinaryIO | None = None
         self._base = 0
         if isinstance(data, bytes | bytearray | memoryview):
@@ -438,6 +440,23 @@ class SaFile:
                     return
                 pos = base + resume
                 continue
+            if self._check_times and self._last_time is None and not self._near_header(rec.ust_time):
+                # a first record far from the file's own time (upstream's ppc file: 23 years) is believed
+                # only when the record after it follows within a day; garbage read as a record is not
+                nxt, partial = self._peek(rec.end)
+                if nxt is None and partial and not complete:
+                    return  # wait for the next record
+                if nxt is None or not 0 <= nxt.ust_time - rec.ust_time <= 86400:
+                    resume = self._resync(off + 1)
+                    if resume is None and not complete:
+                        return
+                    yield Problem(pos, f"corrupt record at offset {pos}: its time {rec.ust_time} is far from the"
+                                  f" file's ({self.header.ust_time}) and the next record does not follow it",
+                                  None if resume is None else base + resume, self._hex(off))  # fmt: skip
+                    if resume is None:
+                        return
+                    pos = base + resume
+                    continue
             if self._clock_disagrees(self._last_stats, rec):
                 # a damaged time or uptime, or the clock stepped: the next record tells which
                 nxt, partial = self._peek(rec.end)
@@ -575,6 +594,9 @@ class SaFile:
         every record must (files made with a fake clock, like upstream's test files, do not)."""
         if hh > 23 or mm > 59 or ss > 59:
             raise FormatError(off, f"record header with time {hh}:{mm}:{ss}")
+        if not self._check_times:
+            self._ss_last = False
+            return
         if not lay.MIN_EPOCH <= ust_time < lay.MAX_EPOCH:
             raise FormatError(off, f"record time {ust_time} is not a date between 1980 and 2100")
         self._ss_last = ust_time % 60 == ss
@@ -582,11 +604,15 @@ class SaFile:
             raise FormatError(off, f"record time {ust_time} disagrees with its {hh:02d}:{mm:02d}:{ss:02d}")
         last = self._last_time
         if last is None:
-            return  # the first record: sar shows it whatever its distance to the header's time
+            return  # the first record: judged in records() with the one after it
         for base in (last, self.header.ust_time):
             if base - lay.RECORD_TIME_BEFORE <= ust_time <= base + lay.RECORD_TIME_AFTER:
                 return
         raise FormatError(off, f"record time {ust_time} is implausible after {last}")
+
+    def _near_header(self, ust_time: int) -> bool:
+        start = self.header.ust_time
+        return start - lay.RECORD_TIME_BEFORE <= ust_time <= start + lay.RECORD_TIME_AFTER
 
     def _accept(self, rec: Record) -> None:
         if self._last_time is None:
@@ -648,10 +674,10 @@ class SaFile:
         return out, off
 
 
-def open_bytes(data: bytes, path: str = "", hz: int | None = None) -> SaFile:
-    return SaFile(data, path, hz)
+def open_bytes(data: bytes, path: str = "", hz: int | None = None, check_times: bool = True) -> SaFile:
+    return SaFile(data, path, hz, check_times)
 
 
-def open_stream(handle: BinaryIO, path: str = "", hz: int | None = None) -> SaFile:
+def open_stream(handle: BinaryIO, path: str = "", hz: int | None = None, check_times: bool = True) -> SaFile:
     """A file read through a sliding window (bounded memory); `handle` must stay open while reading."""
-    return SaFile(handle, path, hz)
+    return SaFile(handle, path, hz, check_times)

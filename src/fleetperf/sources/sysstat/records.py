@@ -25,6 +25,9 @@ PERCENT_SECTIONS = {"cpu-load-all"}
 class Options:
     host_id: str | None = None  # default: the file's nodename
     hz: int | None = None  # jiffies/s of the host of an old (pre-0x2175) file; default 100
+    # take record times as they are, as sar does, for a file known to have mangled times (upstream's ppc
+    # file: records 1 s apart stored 2**24 s apart); by default such records are dead letters
+    trust_times: bool = False
     # whose definitions the figures follow; None: those of the sysstat that wrote the file
     sar: tuple[int, ...] | None = None
 
@@ -234,7 +237,7 @@ def _problem_text(p: Problem) -> str:
 def records_of_bytes(data: bytes, path: str, options: Options) -> Iterator[Emitted]:
     """Every record of a complete file; a file that cannot be read at all gives one dead letter."""
     try:
-        sa = open_bytes(data, path, options.hz)
+        sa = open_bytes(data, path, options.hz, not options.trust_times)
     except FormatError as exc:
         yield dead_letter(SOURCE, path, 0, exc.offset, f"{Path(path).name}: {exc}", data[:64].hex())
         return
@@ -253,7 +256,7 @@ def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
     """As records_of_bytes, reading the file through a window: memory does not grow with its size."""
     with open(path, "rb") as handle:
         try:
-            sa = open_stream(handle, str(path), options.hz)
+            sa = open_stream(handle, str(path), options.hz, not options.trust_times)
         except FormatError as exc:
             handle.seek(0)
             yield dead_letter(SOURCE, str(path), 0, exc.offset, f"{path.name}: {exc}", handle.read(64).hex())
@@ -283,7 +286,7 @@ class Tail:
         with open(self.path, "rb") as handle:  # read from where the last poll stopped, not from the start
             if self.collector is None:
                 try:
-                    sa = open_stream(handle, str(self.path), self.options.hz)
+                    sa = open_stream(handle, str(self.path), self.options.hz, not self.options.trust_times)
                 except FormatError as exc:
                     if exc.truncated:
                         return  # the header is still being written
