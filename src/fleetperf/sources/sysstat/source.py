@@ -24,6 +24,14 @@ OPTIONS = (
         },
     ),
     Option(("--sadc-host-id",), {"help": "sadc: host_id for the file's records (default: the nodename it records)"}),
+    Option(
+        ("--sadc-trust-times",),
+        {
+            "action": "store_true",
+            "help": "sadc: take record times as they are, as sar does (a file known to have mangled times); by"
+            " default a record whose time cannot be right is a dead letter",
+        },
+    ),
 )
 
 
@@ -33,7 +41,10 @@ def options_of(opts: argparse.Namespace) -> sadc.Options:
     version = getattr(opts, "sar_version", None)
     sar = tuple(int(x) for x in version.split(".")[:3]) if version else None
     return sadc.Options(
-        host_id=getattr(opts, "sadc_host_id", None), hz=getattr(opts, "hz", None), **({"sar": sar} if sar else {})
+        host_id=getattr(opts, "sadc_host_id", None),
+        hz=getattr(opts, "hz", None),
+        trust_times=bool(getattr(opts, "sadc_trust_times", False)),
+        **({"sar": sar} if sar else {}),
     )
 
 
