@@ -499,8 +499,21 @@ def freed() -> Iterator[None]:
     counts them)."""
     yield
     import gc
+    import os
+    import time
 
     gc.collect()
+    deadline = time.monotonic() + 5  # librdkafka's threads end a moment after the producer goes
+    while time.monotonic() < deadline:
+        names = []
+        for task in os.listdir("/proc/self/task"):
+            try:
+                names.append(Path(f"/proc/self/task/{task}/comm").read_text())
+            except FileNotFoundError:
+                pass
+        if not any(n.startswith("rdk:") for n in names):
+            break
+        time.sleep(0.05)
 
 
 @dataclass
