@@ -107,6 +107,7 @@ class AvroProducer:
         self._spooling = self._spool is not None and bool(self._spool.segments())  # a previous run's
         self._next_probe = 0.0
         self.spooled = 0
+        self._spool_closed = False
         if self._spool is not None:
             # a record moves to disk once Kafka has been away this long (librdkafka's default is 5 min)
             conf.setdefault("message.timeout.ms", SPOOL_AFTER_MS)
@@ -222,6 +223,12 @@ class AvroProducer:
             self._producer.poll(0)
             self._unpolled = 0
 
+    def close(self) -> None:
+        """Releases the spool directory (its records stay on disk for the next producer)."""
+        if self._spool is not None and not self._spool_closed:
+            self._spool.close()
+            self._spool_closed = True
+
     def flush(self, timeout: float | None = 60.0) -> None:
         """Waits until every record is acknowledged, producing again those whose delivery failed
         with a retriable error. Raises for what is still in flight at the timeout (those records
@@ -259,6 +266,13 @@ class AvroProducer:
             raise RuntimeError(f"delivery failed permanently for {len(failed)} records: {failed[:3]}")
         if remaining:
             raise RuntimeError(f"{remaining} records not delivered within {timeout}s (still queued, retrying)")
+
+
+def spooling_producer(settings: Settings, command: str) -> AvroProducer:
+    """A producer for a live collector: records that Kafka cannot take wait in
+    <state>/spool/<command> (see [kafka] spool_max_mb) instead of stopping the collector."""
+    spool = settings.state_dir / "spool" / command
+    return AvroProducer(settings, spool_dir=spool, spool_max_mb=int(settings["kafka"].get("spool_max_mb", 256)))
 
 
 SPOOL_AFTER_MS = 30_000

@@ -24,3 +24,4 @@ def following(settings: Settings, directory: Path, poll: float, finish_idle: flo
     finally:
         follower.stop()
         thread.join(timeout=30)
+        follower.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.publish import FILE_ERRORS, FilePublisher, Summary, classify, expand, source_options
-from fleetperf.kafka_avro import AvroProducer
+from fleetperf.kafka_avro import AvroProducer, spooling_producer
 from fleetperf.sources.base import Tail
 
 
@@ -59,7 +59,8 @@ class Follower:
         self.finish_idle = finish_idle
         self.settle = settle
         self.status_every = status_every
-        self.producer = producer or AvroProducer(settings)
+        # while Kafka is away, records wait on disk and following goes on (drained when it returns)
+        self.producer = producer or spooling_producer(settings, "follow")
         self.ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
         self.summary = Summary()
         self.files: dict[Path, _Followed] = {}
@@ -84,6 +85,10 @@ class Follower:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def close(self) -> None:
+        """After the last run(): frees the spool directory for the next follower."""
+        self.producer.close()
 
     def poll_once(self) -> None:
         for candidate in expand(self.inputs):

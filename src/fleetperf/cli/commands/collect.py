@@ -35,9 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, s: config.Settings) -> int:
-    from fleetperf.kafka_avro import AvroProducer
+    from fleetperf.kafka_avro import spooling_producer
 
-    producer = AvroProducer(s)
+    # a collector runs for months: while Kafka is away its records wait on disk, it keeps collecting
+    producer = spooling_producer(s, f"collect-{args.kind}")
     published = 0
 
     def publish(records: list) -> None:  # noqa: ANN001
@@ -71,5 +72,6 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     except KeyboardInterrupt:
         pass
     producer.flush()
+    producer.close()
     print(f"published {published} records")
     return 0

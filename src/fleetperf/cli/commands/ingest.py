@@ -80,6 +80,8 @@ def _follow(args: argparse.Namespace, s: config.Settings) -> int:
     except KeyboardInterrupt:
         follower.stop()
         summary = follower.run(max_seconds=0)
+    finally:
+        follower.close()
     print(summary.line())
     return summary.exit_code()
 
