@@ -56,6 +56,13 @@ def bonding_records(proc_dir: Path, who: HostIdentity) -> Iterator[Emitted]:
         yield _config(who, "linux-bonding", str(proc_dir), attributes, texts)
 
 
+def bonding_records_of_file(path: Path, who: HostIdentity) -> Iterator[Emitted]:
+    """A saved copy of one /proc/net/bonding/<bond> file; the bond is named after the file."""
+    text = path.read_text(errors="replace")
+    attributes = {f"aggregation.{path.name}.{k}": v for k, v in parse_proc_bonding(text).items()}
+    yield _config(who, "linux-bonding", str(path), attributes, {f"/proc/net/bonding/{path.name}": text})
+
+
 def inventory_records(path: Path) -> Iterator[Emitted]:
     data = tomllib.loads(path.read_text())
     for host_id, spec in data.get("hosts", {}).items():

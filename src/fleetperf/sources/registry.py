@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fleetperf.sources.aix.source import EntstatSource, HpmstatSource
 from fleetperf.sources.base import Option, Source
+from fleetperf.sources.bonding.source import BondingSource
 from fleetperf.sources.nmon.source import NmonSource
 from fleetperf.sources.perfkit.source import PerfkitSource
 from fleetperf.sources.sysstat.source import SadcSource
@@ -18,7 +19,15 @@ from fleetperf.sources.zvm.source import ZvmMonitorSource
 # binary magics first, then the text formats, whose sniffers look for distinct markers
 SOURCES: dict[str, Source] = {
     s.name: s
-    for s in (SadcSource(), ZvmMonitorSource(), NmonSource(), PerfkitSource(), HpmstatSource(), EntstatSource())
+    for s in (
+        SadcSource(),
+        ZvmMonitorSource(),
+        NmonSource(),
+        PerfkitSource(),
+        HpmstatSource(),
+        EntstatSource(),
+        BondingSource(),
+    )
 }
 HEAD_BYTES = 65536  # enough for nmon's AAA block, two monitor frames, a Toolkit report's title
 

@@ -13,7 +13,7 @@ from fleetperf.sources import registry
 
 HELP = (
     "run a live collector and publish: hpmstat / entstat on this AIX host (or captured output with --file),"
-    " the z/VM CP monitor from /dev/monreader, Linux bonding state"
+    " the z/VM CP monitor from /dev/monreader, Linux bonding state (every source of the registry that has one)"
 )
 
 
@@ -26,12 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             continue
         sp = inner.add_parser(source.name, help=source.summary, description=source.summary, epilog=EPILOG)
         registry.add_options(sp, [source], collect=True)
-        if source.name != "zvm":
-            sp.add_argument("--file", nargs="+", help="captured command output instead of running the command")
-    bond = inner.add_parser("bonding", help="Linux bonding (LACP) state from /proc/net/bonding", epilog=EPILOG)
-    bond.add_argument("--proc-dir", default="/proc/net/bonding", help="where the bond files are")
-    bond.add_argument("--host-id", help="host identity (default: this host's)")
-    bond.add_argument("--hostname", help="host name (default: this host's)")
+        if not _collects_files(source):
+            sp.add_argument("--file", nargs="+", help="captured output instead of running the command (read as files)")
+
+
+def _collects_files(source: registry.Source) -> bool:
+    """A collector whose own --file is a live capture (the z/VM monitor stream) reads it itself."""
+    return any("--file" in option.flags for option in source.collect_options)
 
 
 def run(args: argparse.Namespace, s: config.Settings) -> int:
@@ -49,14 +50,8 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
         published += len(records)
         print(f"published {len(records)} {args.kind} records", flush=True)
 
-    if args.kind == "bonding":
-        from fleetperf.ingest.aggregations import bonding_records
-        from fleetperf.sources.aix.source import identity
-
-        publish(list(bonding_records(Path(args.proc_dir), identity(args))))
-        return 0
     source = registry.get(args.kind)
-    if getattr(args, "file", None) and args.kind != "zvm":
+    if getattr(args, "file", None) and not _collects_files(source):
         from fleetperf.ingest.publish import FILE_ERRORS
 
         for name in args.file:
