@@ -27,8 +27,6 @@ from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources import registry
 from fleetperf.sources.base import FileRejectedError, Reading, Source
-from fleetperf.sources.nmon import native_parser
-from fleetperf.sources.nmon.parser import open_binary
 
 CHECKPOINT_SNAPSHOTS = 2000
 PENDING_FILES = 64
@@ -159,14 +157,12 @@ class FilePublisher:
         else:
             self.producer.send(emitted.topic_key, emitted.record, key=emitted.key)
         self.summary.records += 1
+        self.summary.values += emitted.values
         if emitted.topic_key == self.source.sample_topic:
             self.summary.samples[f"{self.source.name} {self.source.sample_word}"] += 1
             self.unsaved += 1
-        if emitted.topic_key == "nmon_snapshots":
-            self.summary.snapshots += 1
-            self.summary.values += emitted.values
-        elif emitted.topic_key == "sysstat_samples":
-            self.summary.values += len(emitted.record["metrics"])
+            if self.source.sample_word == "snapshots":
+                self.summary.snapshots += 1
         if emitted.snapshot:
             self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
 
@@ -215,7 +211,7 @@ class PendingCheckpoints:
 
 
 def _opener(p: Path, mode: str = "rb"):  # noqa: ANN202 - the ledger hashes what the source reads
-    return open_binary(p)
+    return registry.open_file(p)
 
 
 # which files are taken -------------------------------------------------------------------------
@@ -275,13 +271,9 @@ def classify(candidate: Candidate) -> tuple[Source | None, str | None]:
     if not head:
         return None, "empty file"
     if hinted is not None:
-        return None, f"not {_article(hinted.name)} {hinted.name} file (its content is not what {hinted.name} writes)"
+        return None, f"not {hinted.article} {hinted.name} file (its content is not what {hinted.name} writes)"
     kinds = ", ".join(registry.SOURCES)
     return None, f"not a file of a kind fleetperf reads ({kinds}); see README 'What fleetperf reads'"
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiouAEIOU" or word in ("nmon", "sadc") else "a"
 
 
 def source_options(**values: object) -> argparse.Namespace:
@@ -338,8 +330,10 @@ def _ingest_files(
             taken.append((candidate.path, source))
         elif problem is not None:
             _unreadable(candidate.path, problem, producer, summary, progress)
-    if progress and not native_parser.available() and any(s.name == "nmon" for _, s in taken):
-        print("fleetperf: native nmon scanner not built; nmon goes through the slower Python parser", file=sys.stderr)
+    if progress:
+        for source in {s.name: s for _, s in taken}.values():
+            if (note := source.notice()) is not None:
+                print(f"fleetperf: {note}", file=sys.stderr)
     total = sum(p.stat().st_size for p, _ in taken)
     pending = PendingCheckpoints(producer, ledger)
     stderr_bar = progress and sys.stderr.isatty()  # frames of a bar are noise in a log file

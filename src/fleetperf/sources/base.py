@@ -86,6 +86,7 @@ class Source(ABC):
     # file-name patterns a user expects to be this kind: a file named so that does not sniff as any
     # source is reported ("not an nmon file") instead of skipped quietly in a directory walk
     name_hints: ClassVar[tuple[str, ...]] = ()
+    article: ClassVar[str] = "a"  # "not a sadc file" reads wrong: "an"
     options: ClassVar[tuple[Option, ...]] = ()
     collect_options: ClassVar[tuple[Option, ...]] = ()
 
@@ -103,6 +104,10 @@ class Source(ABC):
     def tail(self, path: Path, opts: argparse.Namespace) -> Tail | None:
         """A live reader of a file still being written, or None: the follower then reads the file as
         a whole once it has stopped growing."""
+        return None
+
+    def notice(self) -> str | None:
+        """A one-line note before this source's files are read (e.g. a slower fallback in use)."""
         return None
 
     def can_collect(self) -> bool:

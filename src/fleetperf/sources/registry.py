@@ -7,6 +7,7 @@ import argparse
 import gzip
 import zlib
 from pathlib import Path
+from typing import IO
 
 from fleetperf.sources.aix.source import EntstatSource, HpmstatSource
 from fleetperf.sources.base import Option, Source
@@ -49,6 +50,13 @@ def head_of(path: Path, size: int = HEAD_BYTES) -> bytes:
     except (OSError, EOFError, zlib.error):
         pass
     return out
+
+
+def open_file(path: Path) -> IO[bytes]:
+    """The file's bytes, gzip undone (what the ledger hashes to know a file again)."""
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def detect(path: Path, head: bytes | None = None) -> Source | None:

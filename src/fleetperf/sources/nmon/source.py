@@ -31,7 +31,13 @@ class NmonSource(Source):
     sample_topic = "nmon_snapshots"
     sample_word = "snapshots"
     name_hints = ("*.nmon", "*.nmon.gz")
+    article = "an"
     options = (TZ, DATE_ORDER)
+
+    def notice(self) -> str | None:
+        if native_parser.available():
+            return None
+        return "native nmon scanner not built (no cargo?); nmon goes through the slower Python parser"
 
     def sniff(self, head: bytes, path: Path) -> bool:
         # nmon starts every file with its AAA block (AAA,progname / AAA,command ...), some writers

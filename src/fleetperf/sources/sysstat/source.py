@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,7 @@ class SadcSource(Source):
     name = "sadc"
     summary = "sysstat binary files (saDD) written by sadc, any version, recognised by their magic number"
     sample_topic = "sysstat_samples"
+    article = "an"
     name_hints = ("sa[0-9][0-9]", "sa[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]")
     options = OPTIONS
 
@@ -61,7 +63,10 @@ class SadcSource(Source):
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         from fleetperf.sources.sysstat.records import records_of_file
 
-        return records_of_file(path, options_of(opts))
+        for emitted in records_of_file(path, options_of(opts)):
+            if emitted.topic_key == "sysstat_samples":  # the summary counts the figures
+                emitted = replace(emitted, values=len(emitted.record["metrics"]))
+            yield emitted
 
     def tail(self, path: Path, opts: argparse.Namespace) -> BaseTail:
         from fleetperf.sources.sysstat.records import Tail
