@@ -18,15 +18,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.records import Emitted, dead_letter
-from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources import registry
 from fleetperf.sources.base import FileRejectedError, Reading, Source
+
+if TYPE_CHECKING:  # the Kafka and registry clients cost ~0.2 s to import: `parse` needs neither
+    from fleetperf.kafka_avro import AvroProducer
 
 CHECKPOINT_SNAPSHOTS = 2000
 PENDING_FILES = 64
@@ -302,7 +305,10 @@ def ingest(
         opts.tz = getattr(tz, "key", None) or str(tz)
     candidates = list(expand(inputs, follow_symlinks))
     ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
-    producer = producer or AvroProducer(settings)
+    if producer is None:
+        from fleetperf.kafka_avro import AvroProducer
+
+        producer = AvroProducer(settings)
     # what is loaded by now outlives the backfill: keep the cyclic collector from walking it again
     # and again while millions of short-lived records pass (a few % of backfill time); unfrozen at
     # the end, so that a long-lived caller's garbage is collectable again
