@@ -143,17 +143,17 @@ class AvroProducer:
             frame = self._frames[topic_key] = (topic.name, b"\0" + schema_id.to_bytes(4, "big"), parsed)
         return frame
 
-    def send(self, topic_key: str, record: dict[str, Any], key: str | None = None) -> None:
+    def send(self, topic_key: str, record: dict[str, Any], key: str | None = None, headers: Any = None) -> None:
         name, header, schema = self._frame(topic_key)
         buf = io.BytesIO()
         buf.write(header)
         schemaless_writer(buf, schema, record)
-        self._produce(name, buf.getvalue(), key)
+        self._produce(name, buf.getvalue(), key, headers)
 
-    def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None) -> None:
+    def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None, headers: Any = None) -> None:
         """A record already Avro-encoded with the topic's schema (the native nmon scanner)."""
         name, header, _ = self._frame(topic_key)
-        self._produce(name, header + avro, key)
+        self._produce(name, header + avro, key, headers)
 
     def _produce(self, topic: str, value: bytes, key: str | bytes | None, headers: Any = None) -> None:  # noqa: ANN401
         if self._deliveries.retry:  # failed deliveries first: they re-enter the bounded queue (or the spool)

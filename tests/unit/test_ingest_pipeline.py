@@ -30,13 +30,15 @@ class RecordingProducer:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, Any]] = []
+        self.markers: list[tuple[str, Any]] = []
         self.flushes = 0
 
-    def send(self, topic_key: str, record: dict, key: str | None = None) -> None:
-        self.sent.append((topic_key, record))
+    def send(self, topic_key: str, record: dict, key: str | None = None, headers: object = None) -> None:
+        # end-of-stream markers are kept apart (they repeat a record)
+        (self.sent if headers is None else self.markers).append((topic_key, record))
 
-    def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None) -> None:
-        self.sent.append((topic_key, avro))
+    def send_encoded(self, topic_key: str, avro: bytes, key: str | None = None, headers: object = None) -> None:
+        (self.sent if headers is None else self.markers).append((topic_key, avro))
 
     def flush(self, timeout: float = 60.0) -> None:
         self.flushes += 1
@@ -243,3 +245,14 @@ def test_classic_nmon_whose_day_month_order_is_unknown_is_one_dead_letter_and_no
     assert not Ledger(settings.state_dir / "ingest-ledger.sqlite").get(path, publish._opener).complete
     fixed = ingest(settings, [str(path)], progress=False, producer=producer, options=source_options(date_order="dmy"))  # type: ignore[arg-type]
     assert fixed.failed == 0 and _snapshot_counts(producer) > 0
+
+
+def test_a_finished_file_ends_each_of_its_streams_with_one_marker(settings: config.Settings, nmon_file: Path) -> None:
+    # issue 24: the last cpu sample once more with the end-of-stream header (ingest/end_of_stream.py)
+    producer = RecordingProducer()
+    ingest(settings, [str(nmon_file)], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    assert [topic for topic, _ in producer.markers] == ["cpu_samples"]
+    assert producer.markers[0][1] == producer.topics("cpu_samples")[-1]
+    again = RecordingProducer()
+    ingest(settings, [str(nmon_file)], UTC, progress=False, producer=again)  # type: ignore[arg-type]
+    assert again.markers == []  # skipped as published: its streams ended already

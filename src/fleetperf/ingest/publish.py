@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from fleetperf.config import Settings
+from fleetperf.ingest import end_of_stream
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources import registry
@@ -107,6 +108,7 @@ class FilePublisher:
         self.resume_offset = self.progress.last_offset
         self.offset_seen = -1
         self.unsaved = 0
+        self.ends = end_of_stream.StreamEnds()
 
     def already_done(self) -> bool:
         return self.progress.complete and self.progress.size == self.path.stat().st_size
@@ -120,6 +122,8 @@ class FilePublisher:
         """The whole file was read; `checkpoint=False` leaves the flush and the ledger to the caller
         (a backfill takes one checkpoint for many files, see PendingCheckpoints). `complete=False`:
         the file may still grow, so a re-run reads it again (and skips what was published)."""
+        if complete:  # the file's streams have ended: end-of-stream markers after its last record
+            end_of_stream.publish(self.producer, self.ends.markers())
         self.progress.complete = complete
         self.progress.size = self.path.stat().st_size
         if checkpoint:
@@ -142,6 +146,7 @@ class FilePublisher:
                 self.checkpoint()
 
     def send(self, emitted: Emitted) -> None:
+        self.ends.see(emitted)  # also what a resumed run skips: the file's streams end all the same
         if emitted.snapshot and emitted.snapshot <= self.resume_snapshot:
             return
         if emitted.topic_key == "dead_letters":

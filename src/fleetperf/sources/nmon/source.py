@@ -25,6 +25,22 @@ DATE_ORDER = Option(
 )
 
 
+# nmon writes a snapshot in one burst (its ZZZZ line and every section's line within milliseconds)
+# and then nothing until the next interval: a file quiet this long after a complete line holds
+# complete snapshots only
+QUIET_SECONDS = 2.0
+QUIET = Option(
+    ("--nmon-quiet",),
+    {
+        "type": float,
+        "default": QUIET_SECONDS,
+        "dest": "nmon_quiet",
+        "help": f"following nmon: publish a snapshot once the file has not grown for this many seconds after "
+        f"its last complete line, not at the next ZZZZ line (default {QUIET_SECONDS:g}; negative: at the next ZZZZ)",
+    },
+)
+
+
 class NmonSource(Source):
     name = "nmon"
     summary = "nmon files of AIX and Linux (.nmon, .nmon.gz), recognised by their AAA header lines"
@@ -32,7 +48,7 @@ class NmonSource(Source):
     sample_word = "snapshots"
     name_hints = ("*.nmon", "*.nmon.gz")
     article = "an"
-    options = (TZ, DATE_ORDER)
+    options = (TZ, DATE_ORDER, QUIET)
 
     def notice(self) -> str | None:
         if native_parser.available():
@@ -108,22 +124,6 @@ def _last_snapshot_short(path: Path) -> bool:
 
     last, before = tags(marks[-1], len(lines)), tags(marks[-2], marks[-1])
     return last < before
-
-
-# nmon writes a snapshot in one burst (its ZZZZ line and every section's line within milliseconds)
-# and then nothing until the next interval: a file quiet this long after a complete line holds
-# complete snapshots only
-QUIET_SECONDS = 2.0
-QUIET = Option(
-    ("--nmon-quiet",),
-    {
-        "type": float,
-        "default": QUIET_SECONDS,
-        "dest": "nmon_quiet",
-        "help": f"following nmon: publish a snapshot once the file has not grown for this many seconds after "
-        f"its last complete line, not at the next ZZZZ line (default {QUIET_SECONDS:g}; negative: at the next ZZZZ)",
-    },
-)
 
 
 class NmonTail(Tail):
