@@ -383,10 +383,13 @@ def _ingest_files(
     return summary
 
 
-def _unreadable(path: Path, problem: str, producer: AvroProducer, summary: Summary, loud: bool) -> None:
+def _unreadable(path: Path, problem: str, producer: AvroProducer, summary: Summary, progress: bool) -> None:
+    """A file no source reads: one message (now, or after the progress bar), one dead letter."""
     summary.failed += 1
     summary.failed_files.append(f"{path}: {problem}")
     producer.send("dead_letters", dead_letter("ingest", str(path), 0, 0, problem, b"").record, key=str(path))
+    if not progress:
+        print(f"cannot read {path}: {problem}", file=sys.stderr)
 
 
 # what a source raises when a whole file cannot be read (bad header, a report missing an option);
