@@ -66,7 +66,8 @@ DATASETS = {
         Dataset(
             "lpar_sizing",
             "last_hour",
-            "Entitlement sizing: EC ~ mean physc of the peak hour, VPs ~ peak physc (seed 000 L2264, L2309).",
+            "Entitlement sizing: EC ~ mean physc of the peak hour, VPs ~ peak physc"
+            " (IBM Power Systems Performance Guide, LPAR entitlement).",
         ),
         Dataset(
             "lpar_cpus_v",
@@ -175,7 +176,8 @@ CHARTS = {
             (sql_metric("sum(p95_value)", "physc p95"),),
             ("entity_name",),
             ("metric = 'physc'",),
-            description="Cumulative utilisation: each LPAR's daily p95 physc, stacked (seed 004 L4393-4395).",
+            description="Cumulative utilisation: each LPAR's daily p95 physc, stacked"
+            " (Linux on System z Performance Tuning, 8.1.6 Capacity planning view).",
             extra={"stack": "Stack"},
         ),
         Chart(
