@@ -16,8 +16,10 @@ final class Checkpoints {
    * Layout of the job's state. Raise it when a change makes old checkpoints unreadable, e.g. the
    * classes kept in state are renamed or moved (Flink's POJO serializer records class names).
    * 2: the job's classes moved from io.fleetperf.jobs into wire / samples / windows / flags.
+   * 3: the window accumulators hold a UtilisationWindow (busy_pct, cpu_cores) and TvWindowAccumulator
+   *    lost its busy field; a restored accumulator would lack the new object, so start clean.
    */
-  static final int STATE_LAYOUT = 2;
+  static final int STATE_LAYOUT = 3;
 
   static final String LAYOUT_FILE = "state-layout";
 

@@ -11,6 +11,9 @@ public class CpuSample extends BaseSample {
   /** AIX shared pool: its size and its idle processors (null where the source has no pool). */
   public Double poolCpus;
   public Double poolIdle;
+  /** Idle % of the host's CPU time and its logical CPUs (utilisation family; null where absent). */
+  public Double idlePct;
+  public Integer cpus;
 
   public CpuSample() {}
 
@@ -39,6 +42,13 @@ public class CpuSample extends BaseSample {
     return this;
   }
 
+  /** The same sample with its idle % and logical CPU count. */
+  public CpuSample withIdle(Double idlePct, Integer cpus) {
+    this.idlePct = idlePct;
+    this.cpus = cpus;
+    return this;
+  }
+
   public static CpuSample fromAvro(GenericRecord r) {
     // records written before the pool fields existed have none (schema evolution)
     Double poolCpus = r.hasField("pool_cpus") ? (Double) r.get("pool_cpus") : null;
@@ -52,6 +62,7 @@ public class CpuSample extends BaseSample {
         (Double) r.get("physc"),
         (Double) r.get("entitled"),
         r.get("origin_file").toString())
-        .withPool(poolCpus, poolIdle);
+        .withPool(poolCpus, poolIdle)
+        .withIdle((Double) r.get("idle_pct"), (Integer) r.get("cpus"));
   }
 }

@@ -14,6 +14,8 @@ public class ZvmCpuSample extends BaseSample {
   public double intervalS;
   /** System samples only: processor busy %, capture ratio, eligible-list users, paging rates. */
   public Double busyPct;
+  /** System samples only: online processors (cpu_cores = busy × processors / 100). */
+  public Double onlineCpus;
   public Double captureRatio;
   public Double usersInElist;
   public Double pagingXstoreRate;
@@ -46,6 +48,7 @@ public class ZvmCpuSample extends BaseSample {
         (Double) r.get("total_cpu_s"), (Double) r.get("virtual_cpu_s"));
     s.stream = r.get("source").toString();
     s.busyPct = (Double) r.get("busy_pct");
+    s.onlineCpus = (Double) r.get("online_cpus");
     s.captureRatio = (Double) r.get("capture_ratio");
     s.usersInElist = (Double) r.get("users_in_elist");
     s.pagingXstoreRate = (Double) r.get("paging_xstore_rate");

@@ -26,6 +26,9 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
   public double poolUsedWeighted;
   public double poolCpusWeighted;
 
+  /** busy_pct and cpu_cores (every host, whatever else it reports). */
+  public UtilisationWindow utilisation = new UtilisationWindow();
+
   /** AIX schedo vpm_xvcpus: extra VPs kept unfolded (0 is AIX's default). */
   static final int VPM_XVCPUS = 0;
 
@@ -40,6 +43,8 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
     hostname = s.hostname;
     samples++;
     double dt = s.intervalS > 0 ? s.intervalS : 1.0;
+    Double busy = UtilisationWindow.busyFromIdle(s.idlePct);
+    utilisation.add(busy, UtilisationWindow.cpuSampleCores(busy, s.cpus, s.physc), dt);
     if (s.stealPct != null) {
       stealSeconds += dt;
       stealWeighted += s.stealPct * dt;
@@ -68,6 +73,7 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
       hostname = o.hostname;
     }
     samples += o.samples;
+    utilisation.merge(o.utilisation);
     stealSeconds += o.stealSeconds;
     stealWeighted += o.stealWeighted;
     lparSeconds += o.lparSeconds;
@@ -88,7 +94,8 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
    */
   @Override
   public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
-    List<DerivedMetric> out = new ArrayList<>(6);
+    List<DerivedMetric> out = new ArrayList<>(8);
+    utilisation.emit(out, hostId, hostname, samples, windowStart, windowEnd, isFinal, emittedAt);
     if (stealSeconds > 0) {
       out.add(metric(Metrics.STEAL_PCT, stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
     }

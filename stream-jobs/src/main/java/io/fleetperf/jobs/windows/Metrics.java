@@ -126,9 +126,17 @@ public final class Metrics {
   public static final String CP_OVERHEAD_PCT = "cp_overhead_pct";
 
   /**
-   * busy_pct (%, {@link TvWindowAccumulator}): z/VM system: busy % of the online processors, interval-weighted mean.
+   * busy_pct (%, {@link UtilisationWindow}): CPU busy, interval-weighted mean: 100 - idle% for nmon and sadc hosts
+   * (iowait and steal count as busy), the online processors' busy % for a z/VM system.
    */
   public static final String BUSY_PCT = "busy_pct";
+
+  /**
+   * cpu_cores (processors, {@link UtilisationWindow}): CPU consumed in cores, interval-weighted mean: AIX physc where
+   * reported, else busy x logical CPUs / 100 (Linux, x86, sadc); z/VM guest: total CPU s / interval s; z/VM system:
+   * busy x online processors / 100.
+   */
+  public static final String CPU_CORES = "cpu_cores";
 
   /**
    * capture_ratio (ratio, {@link TvWindowAccumulator}): z/VM system: share of busy time charged to users, interval-

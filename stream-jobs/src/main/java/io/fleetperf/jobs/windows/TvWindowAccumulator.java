@@ -14,7 +14,8 @@ import java.util.List;
  *       .002/.001 = 2.00 of 004 L899-926 is such a case).
  *   <li>cp_overhead_pct = 100 × (Σ total − Σ virtual) / Σ total: share of the entity's CPU time CP
  *       spent on its behalf (same guard).
- *   <li>System samples also give busy_pct, capture_ratio, users_in_elist, paging_xstore_rate and
+ *   <li>busy_pct and cpu_cores: {@link UtilisationWindow} (a guest has cpu_cores only).
+ *   <li>System samples also give capture_ratio, users_in_elist, paging_xstore_rate and
  *       paging_dasd_rate as interval-weighted means.
  * </ul>
  */
@@ -26,7 +27,7 @@ public class TvWindowAccumulator implements WindowAccumulator<ZvmCpuSample> {
   public double totalS;
   public double virtualS;
   public boolean missingTimes;
-  public WeightedMean busy = new WeightedMean();
+  public UtilisationWindow utilisation = new UtilisationWindow();
   public WeightedMean capture = new WeightedMean();
   public WeightedMean elist = new WeightedMean();
   public WeightedMean xstore = new WeightedMean();
@@ -63,7 +64,7 @@ public class TvWindowAccumulator implements WindowAccumulator<ZvmCpuSample> {
       virtualS += s.virtualS;
     }
     double dt = s.intervalS > 0 ? s.intervalS : 1.0;
-    busy.add(s.busyPct, dt);
+    utilisation.add(s.busyPct, UtilisationWindow.zvmCores(s.busyPct, s.onlineCpus, s.totalS, s.intervalS), dt);
     capture.add(s.captureRatio, dt);
     elist.add(s.usersInElist, dt);
     xstore.add(s.pagingXstoreRate, dt);
@@ -78,7 +79,7 @@ public class TvWindowAccumulator implements WindowAccumulator<ZvmCpuSample> {
       out.add(metric(Metrics.CP_OVERHEAD_PCT, 100.0 * (totalS - virtualS) / totalS, windowStart, windowEnd, isFinal,
           emittedAt));
     }
-    mean(out, Metrics.BUSY_PCT, busy, windowStart, windowEnd, isFinal, emittedAt);
+    utilisation.emit(out, entityId, entityName, samples, windowStart, windowEnd, isFinal, emittedAt);
     mean(out, Metrics.CAPTURE_RATIO, capture, windowStart, windowEnd, isFinal, emittedAt);
     mean(out, Metrics.USERS_IN_ELIST, elist, windowStart, windowEnd, isFinal, emittedAt);
     mean(out, Metrics.PAGING_XSTORE_RATE, xstore, windowStart, windowEnd, isFinal, emittedAt);
