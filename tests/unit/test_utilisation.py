@@ -1,0 +1,138 @@
+"""Issue 25 views on the real embedded engine (chDB): NULL instead of 0.0 for metrics a host does not
+report, hosts with only the utilisation family are fleet entities, and Capacity's entitlement comes
+from the LPAR's own nmon samples when its inventory has none."""
+
+from __future__ import annotations
+
+import csv
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetperf.ingest.records import Emitted
+from fleetperf.warehouse.clickhouse import migrate
+from tests.conftest import embedded_settings
+
+# a fixed minute well inside one day: the daily rollup and the minute view agree on it
+MINUTE_MS = int(datetime(2011, 3, 14, 10, 0, tzinfo=UTC).timestamp() * 1000)
+
+
+def _derived(entity: str, metric: str, value: float, start_ms: int = MINUTE_MS) -> Emitted:
+    return Emitted(
+        "derived_metrics",
+        {
+            "entity_id": entity,
+            "entity_name": entity,
+            "metric": metric,
+            "window_start": start_ms,
+            "window_end": start_ms + 60_000,
+            "value": value,
+            "samples": 1,
+            "is_final": True,
+            "emitted_at": start_ms,
+        },
+    )
+
+
+def _loaded(embedded_path: Path, database: str, emitted: list[Emitted]) -> Any:
+    """A fresh warehouse database holding the rows the sink would insert for these records."""
+    from fleetperf.warehouse.rows import RowMapper
+
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
+    mapper = RowMapper(settings)
+    rows: dict[str, list] = {}
+    for e in emitted:
+        for table, row in mapper.rows(settings.topic(e.topic_key).name, e.record):
+            rows.setdefault(table, []).append(row)
+    for table, batch in rows.items():
+        ch.insert(table, batch, column_names=mapper.columns[table])
+    return ch
+
+
+def test_host_cpu_minute_is_null_for_metrics_an_x86_host_does_not_have(embedded_path: Path) -> None:
+    # a recent minute: the 1-minute rows of derived_metrics have a retention TTL
+    now = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
+    ms = int(now.timestamp() * 1000)
+    ch = _loaded(
+        embedded_path,
+        "util_minute",
+        [
+            _derived("x86web", "steal_pct", 2.5, ms),
+            _derived("x86web", "busy_pct", 40.0, ms),
+            _derived("x86web", "cpu_cores", 1.6, ms),
+            _derived("aixdb", "physc", 1.25, ms),
+            _derived("aixdb", "entc_pct", 62.5, ms),
+            _derived("aixdb", "busy_pct", 50.0, ms),
+            _derived("aixdb", "cpu_cores", 1.25, ms),
+        ],
+    )
+    rows = ch.query(
+        "SELECT host_id, steal_pct, entc_pct, physc, busy_pct, cpu_cores, has_steal, has_entc"
+        " FROM host_cpu_minute ORDER BY host_id"
+    ).result_rows
+    assert [tuple(r) for r in rows] == [
+        ("aixdb", None, 62.5, 1.25, 50.0, 1.25, False, True),
+        ("x86web", 2.5, None, None, 40.0, 1.6, True, False),
+    ]
+    # the fleet mean of entc over the minute is the AIX LPAR's, not halved by an x86 0.0
+    assert ch.query("SELECT avg(entc_pct) FROM host_cpu_minute").result_rows[0][0] == 62.5
+
+
+def test_a_host_with_only_busy_pct_is_a_linux_fleet_entity(embedded_path: Path) -> None:
+    ch = _loaded(
+        embedded_path,
+        "util_entities",
+        [
+            # a CentOS VMware guest's nmon without Steal%: the utilisation family only
+            _derived("centos7vm", "busy_pct", 35.0),
+            _derived("centos7vm", "cpu_cores", 1.4),
+            # a z/VM system: busy_pct too, but also metrics only z/VM has
+            _derived("VMSYS1", "busy_pct", 80.0),
+            _derived("VMSYS1", "capture_ratio", 0.95),
+            _derived("VMSYS1/LINUX01", "cpu_cores", 0.2),
+            _derived("VMSYS1/LINUX01", "tv_ratio", 1.1),
+        ],
+    )
+    entities = dict(ch.query("SELECT entity_id, platform FROM fleet_entities").result_rows)
+    assert entities == {"centos7vm": "linux", "VMSYS1": "zvm-system", "VMSYS1/LINUX01": "zvm-guest"}
+    hourly = ch.query(
+        "SELECT metric, avg_value FROM entity_hourly WHERE entity_id = 'centos7vm' ORDER BY metric"
+    ).result_rows
+    assert [tuple(r) for r in hourly] == [("busy_pct", 35.0), ("cpu_cores", 1.4)]
+
+
+def _nmon_entitled(path: Path) -> tuple[str, float] | None:
+    """host id and the last LPAR 'entitled' value of an AIX nmon file, read with the csv module."""
+    meta: dict[str, str] = {}
+    header: list[str] = []
+    entitled = None
+    with open(path, newline="") as handle:
+        for row in csv.reader(handle):
+            if row and row[0] == "AAA" and len(row) > 2:
+                meta[row[1]] = row[2]
+            elif row and row[0] == "LPAR":
+                if not row[1].startswith("T"):
+                    header = [h.strip() for h in row[2:]]
+                else:
+                    entitled = float(dict(zip(header, row[2:], strict=False))["entitled"])
+    if entitled is None:
+        return None
+    return f"{meta['SerialNumber']}-{meta['LPARNumberName']}", entitled
+
+
+def test_capacity_entitled_comes_from_nmon_when_the_inventory_has_none(embedded_path: Path, tmp_path: Path) -> None:
+    from fleetperf.demo.simulate import simulate
+    from fleetperf.sources.nmon.parser import parse_file
+
+    start = datetime(2011, 3, 14, 10, 0)
+    files = simulate(tmp_path, 4, start, timedelta(minutes=10), 60, 3)
+    expected = dict(e for e in (_nmon_entitled(f) for f in files) if e is not None)
+    assert expected  # the simulated fleet has AIX LPARs
+    emitted = [e for f in files for e in parse_file(f, UTC)]
+    # the case of the issue: no configuration record says what the LPAR is entitled to
+    typed = [e for e in emitted if e.topic_key == "cpu_samples"]
+    ms = int(start.replace(tzinfo=UTC).timestamp() * 1000)
+    ch = _loaded(embedded_path, "util_entitled", typed + [_derived(h, "physc", 1.0, ms) for h in expected])
+    rows = dict(ch.query("SELECT entity_id, entitled FROM lpar_sizing").result_rows)
+    assert rows == expected
