@@ -145,7 +145,8 @@ CHARTS = {
             (sql_metric("avg(avg_value)", "mean"),),
             ("metric",),
             (_in("steal_pct", "entc_pct", "busy_pct"),),
-            description="Mean over entities of the hourly mean: steal %, entitlement consumed %, z/VM busy %.",
+            description="Mean over entities of the hourly mean: steal %, entitlement consumed %, CPU busy %"
+            " (busy: every host of every source).",
         ),
         Chart(
             "top_offenders",
@@ -194,6 +195,18 @@ CHARTS = {
             ("frame",),
             description="docs/capacity.md: least squares on 180 days of daily stacked p95 physc.",
             time_filtered=False,
+        ),
+        Chart(
+            "cores_by_platform",
+            "CPU consumed per platform (daily mean cores, every host)",
+            "area",
+            "entity_daily",
+            (sql_metric("sum(avg_value)", "cores"),),
+            ("platform",),
+            ("metric = 'cpu_cores'",),
+            description="cpu_cores of every host, stacked by platform: AIX physc, Linux and x86 busy x CPUs,"
+            " z/VM guests' CPU seconds per second, z/VM systems' busy x processors.",
+            extra={"stack": "Stack"},
         ),
         Chart(
             "headroom",
@@ -246,7 +259,8 @@ CHARTS = {
             "entity_hourly",
             (sql_metric("max(avg_value)", "value"),),
             ("entity_name", "metric"),
-            (_in("busy_pct", "users_in_elist", "paging_xstore_rate", "paging_dasd_rate"),),
+            # every host has busy_pct now: this chart is the z/VM systems'
+            (_in("busy_pct", "users_in_elist", "paging_xstore_rate", "paging_dasd_rate"), "platform = 'zvm-system'"),
         ),
         Chart(
             "cpc_partitions",
@@ -344,10 +358,14 @@ CHARTS = {
         ),
         Chart(
             "host_minutes",
-            "CPU steal % and entc % per minute (short ranges)",
+            "CPU busy %, steal % and entc % per minute (short ranges)",
             "line",
             "host_cpu_minute",
-            (sql_metric("max(steal_pct)", "steal %"), sql_metric("max(entc_pct)", "entc %")),
+            (
+                sql_metric("max(busy_pct)", "busy %"),
+                sql_metric("max(steal_pct)", "steal %"),
+                sql_metric("max(entc_pct)", "entc %"),
+            ),
             ("hostname",),
             # without an entity chosen: the 10 hosts with the most steal, not the whole fleet
             extra={"time_grain_sqla": "PT1M", "series_limit": 10},
@@ -371,9 +389,12 @@ class Dashboard:
     slug: str
     title: str
     rows: tuple[tuple[str, ...], ...]  # chart keys per row (widths split the 12 columns)
-    # Superset's "Last week" ends at today's midnight, and "now" / "7 days ago" move every second
-    # (no chart cache hit ever): ranges from a midnight to tomorrow's midnight
-    time_range: str = 'DATEADD(DATETIME("today"), -7, day) : tomorrow'
+    # "No filter": every chart shows all the history present, so archives backfilled from past years
+    # are visible at once (README, Dashboards, "Time range"). Dashboards reading the hourly/daily
+    # rollups keep it; one reading minute rows takes a recent range instead. A recent range goes from
+    # a midnight to tomorrow's midnight: Superset's "Last week" ends at today's midnight, and "now" /
+    # "7 days ago" move every second (no chart cache hit ever).
+    time_range: str = "No filter"
     select_filters: tuple[tuple[str, str, str], ...] = ()  # (label, dataset, column)
     description: str = ""
 
@@ -395,8 +416,7 @@ DASHBOARDS = (
     Dashboard(
         "capacity",
         "Capacity",
-        (("frame_stacked", "forecast"), ("headroom", "sizing")),
-        time_range='DATEADD(DATETIME("today"), -365, day) : tomorrow',
+        (("frame_stacked", "forecast"), ("cores_by_platform", "headroom"), ("sizing",)),
         select_filters=(("Frame", "entity_daily", "frame"),),
     ),
     Dashboard(
