@@ -11,8 +11,8 @@ from pathlib import Path
 
 
 def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
-    """host id, interval, {tag: {"ts": epoch seconds, "steal": .., "physc": .., "entitled": .., "pool": ..,
-    "pool_idle": ..}}"""
+    """host id, interval, {tag: {"ts": epoch seconds, "steal": .., "idle": .., "cpus": .., "physc": ..,
+    "entitled": .., "pool": .., "pool_idle": ..}}"""
     meta: dict[str, list[str]] = {}
     headers: dict[str, list[str]] = {}
     snaps: dict[str, dict[str, float]] = defaultdict(dict)
@@ -33,6 +33,12 @@ def snapshots(path: Path) -> tuple[str, float, dict[str, dict[str, float]]]:
                 values = dict(zip(headers[tag], row[2:], strict=False))
                 if tag == "CPU_ALL" and values.get("Steal%", "") != "":
                     snaps[row[1]]["steal"] = float(values["Steal%"])
+                if tag == "CPU_ALL" and values.get("Idle%", "") != "":
+                    snaps[row[1]]["idle"] = float(values["Idle%"])
+                # logical CPUs: "CPUs" on Linux, "PhysicalCPUs" on AIX
+                cpus = values.get("CPUs") or values.get("PhysicalCPUs") or ""
+                if tag == "CPU_ALL" and cpus != "":
+                    snaps[row[1]]["cpus"] = int(float(cpus))
                 if tag == "LPAR":
                     snaps[row[1]]["physc"] = float(values["PhysicalCPU"])
                     snaps[row[1]]["entitled"] = float(values["entitled"])
@@ -55,6 +61,17 @@ def window_metrics(path: Path, window_s: int = 60) -> dict[tuple[str, str, int],
         if "steal" in s:
             acc["steal_t"] += dt
             acc["steal"] += s["steal"] * dt
+        # utilisation family: busy = 100 - idle; cores = AIX physc, else busy x logical CPUs / 100
+        busy = 100.0 - s["idle"] if "idle" in s and 0 <= s["idle"] <= 100 else None
+        if busy is not None:
+            acc["busy_t"] += dt
+            acc["busy"] += busy * dt
+        cores = s["physc"] if "physc" in s else None
+        if cores is None and busy is not None and s.get("cpus", 0) > 0:
+            cores = busy * s["cpus"] / 100.0
+        if cores is not None:
+            acc["cores_t"] += dt
+            acc["cores"] += cores * dt
         if "physc" in s:
             acc["lpar_t"] += dt
             acc["physc"] += s["physc"] * dt
@@ -69,6 +86,10 @@ def window_metrics(path: Path, window_s: int = 60) -> dict[tuple[str, str, int],
         n = int(acc["n"])
         if acc["steal_t"]:
             out[(host, "steal_pct", start)] = (acc["steal"] / acc["steal_t"], n)
+        if acc["busy_t"]:
+            out[(host, "busy_pct", start)] = (acc["busy"] / acc["busy_t"], n)
+        if acc["cores_t"]:
+            out[(host, "cpu_cores", start)] = (acc["cores"] / acc["cores_t"], n)
         if acc["lpar_t"]:
             out[(host, "physc", start)] = (acc["physc"] / acc["lpar_t"], n)
             out[(host, "entc_pct", start)] = (100 * acc["physc"] / acc["ent"], n)
