@@ -9,6 +9,8 @@ from pathlib import Path
 from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings
 
 KAFKA_POM = PACKAGE_ROOT / "stack" / "downloads" / "kafka-broker.pom.xml"
+FLINK_CLUSTER_POM = PACKAGE_ROOT / "stack" / "downloads" / "flink-cluster.pom.xml"
+FLINK_CLUSTER_VERSION = "2.3.0"
 JOBS_DIR = REPO_ROOT / "stream-jobs"
 JOB_JAR = JOBS_DIR / "target" / "fleetperf-stream-jobs.jar"
 
@@ -64,6 +66,22 @@ def registry_jar(settings: Settings) -> Path:
         for item in found[0].parent.iterdir():
             item.rename(home / item.name)
     return jar
+
+
+def flink_cluster_lib_dir(settings: Settings) -> Path:
+    """Where the standalone Flink cluster's jars are (or will be); fetches nothing."""
+    return settings.cache_dir / f"flink-cluster-{FLINK_CLUSTER_VERSION}" / "lib"
+
+
+def flink_cluster_lib(settings: Settings) -> Path:
+    """Flink's own runtime artifacts from Maven Central (cluster mode only): flink-dist's tarball is
+    not on Central, but its entry points live in flink-runtime and the REST jar handlers in
+    flink-runtime-web, so these jars on one classpath are a session cluster."""
+    lib = flink_cluster_lib_dir(settings)
+    if not (lib / f"flink-runtime-{FLINK_CLUSTER_VERSION}.jar").exists():
+        print(f"fetching Flink {FLINK_CLUSTER_VERSION} cluster jars into {lib}")
+        _mvn("-f", str(FLINK_CLUSTER_POM), "dependency:copy-dependencies", f"-DoutputDirectory={lib}")
+    return lib
 
 
 def job_jar(force: bool = False) -> Path:

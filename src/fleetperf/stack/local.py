@@ -35,6 +35,15 @@ ORDER = ("kafka", "registry", "flink", "warehouse")
 
 
 class LocalStack:
+    def __new__(cls, settings: Settings) -> LocalStack:
+        """`[stack] mode = "cluster"` gives the cluster mode (stack/cluster.py) to every caller."""
+        if cls is LocalStack:
+            from fleetperf.stack import cluster
+
+            if cluster.mode(settings) == "cluster":
+                return super().__new__(cluster.ClusterStack)
+        return super().__new__(cls)
+
     def __init__(self, settings: Settings) -> None:
         self.s = settings
         self.state = settings.state_dir

@@ -1,0 +1,500 @@
+"""Cluster mode of the local stack (`[stack] mode = "cluster"`, off by default): the same services
+as the local default, but Kafka as 3 KRaft brokers (replication factor 3, min.insync.replicas 2)
+and Flink as a standalone session cluster (JobManager + 2 TaskManagers) started from Flink's own
+Maven Central artifacts, with the job jar submitted over the REST API the way `flink run` does.
+`down` stops the job with a savepoint; `up` resumes from the newest one.
+
+Everything still runs on 127.0.0.1 under the state directory; it exists to exercise the
+multi-process failure modes (a broker or TaskManager killed) that one JVM cannot show.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fleetperf.config import Settings, job_settings
+from fleetperf.stack import install
+from fleetperf.stack.local import JAVA_OPENS, ORDER, LocalStack
+from fleetperf.stack.process import Process, http_ok, port_open
+
+JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
+TASKMANAGER_MAIN = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+JOB_NAME = "fleetperf-derived-metrics"
+
+
+def mode(settings: Settings) -> str:
+    """ "local" (default) or "cluster"; anything else is a configuration error named here."""
+    value = str(settings.raw.get("stack", {}).get("mode", "local")).strip().lower()
+    if value not in ("local", "cluster"):
+        raise ValueError(f'[stack] mode must be "local" or "cluster", not {value!r}')
+    return value
+
+
+def broker_ports(settings: Settings) -> list[tuple[int, int]]:
+    """(client port, controller port) of each broker: broker i uses port+2i and controller_port+2i,
+    so the first broker keeps the configured ports and clients bootstrap from it as before."""
+    k = settings["kafka"]
+    n = int(settings.raw.get("stack", {}).get("kafka_brokers", 3))
+    return [(int(k["port"]) + 2 * i, int(k["controller_port"]) + 2 * i) for i in range(n)]
+
+
+def kafka_broker_properties(settings: Settings, node_id: int, data_dir: Path) -> str:
+    """server.properties of broker `node_id` (1-based) of the KRaft quorum; every broker is also a
+    controller, so any one may die and the quorum (2 of 3) survives."""
+    k = settings["kafka"]
+    host = k["host"]
+    ports = broker_ports(settings)
+    n = len(ports)
+    port, controller = ports[node_id - 1]
+    voters = ",".join(f"{i + 1}@{host}:{c}" for i, (_, c) in enumerate(ports))
+    replication = min(3, n)
+    min_isr = max(1, min(2, replication - 1))
+    lines = [
+        "process.roles=broker,controller",
+        f"node.id={node_id}",
+        f"controller.quorum.voters={voters}",
+        f"listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller}",
+        f"advertised.listeners=PLAINTEXT://{host}:{port}",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"log.dirs={data_dir}",
+        f"num.partitions={k['partitions']}",
+        # a write acknowledged with acks=all (our producers are idempotent) is on 2 brokers at least,
+        # so losing any one broker loses nothing and keeps the partitions writable
+        f"default.replication.factor={replication}",
+        f"min.insync.replicas={min_isr}",
+        f"offsets.topic.replication.factor={replication}",
+        f"transaction.state.log.replication.factor={replication}",
+        f"transaction.state.log.min.isr={min_isr}",
+        f"share.coordinator.state.topic.replication.factor={replication}",
+        f"share.coordinator.state.topic.min.isr={min_isr}",
+        # a follower that is behind must not become leader: that would drop acknowledged records
+        "unclean.leader.election.enable=false",
+        "group.initial.rebalance.delay.ms=0",
+        "auto.create.topics.enable=false",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+TASKMANAGER_MEMORY: dict[str, Any] = {
+    "taskmanager.cpu.cores": 1.0,
+    "taskmanager.memory.framework.heap.size": "128m",
+    "taskmanager.memory.task.heap.size": "256m",
+    "taskmanager.memory.framework.off-heap.size": "128m",
+    "taskmanager.memory.task.off-heap.size": "0m",
+    "taskmanager.memory.network.min": "64m",
+    "taskmanager.memory.network.max": "64m",
+    "taskmanager.memory.managed.size": "256m",
+    "taskmanager.memory.jvm-metaspace.size": "256m",
+    "taskmanager.memory.jvm-overhead.min": "192m",
+    "taskmanager.memory.jvm-overhead.max": "192m",
+}
+TM_HEAP = "384m"  # framework.heap + task.heap above
+TM_DIRECT = "192m"  # framework.off-heap + task.off-heap + network above
+
+
+def flink_conf(settings: Settings, state: Path) -> dict[str, Any]:
+    """The session cluster's config.yaml (flat keys). Checkpoints and savepoints under the state
+    directory; RocksDB with incremental checkpoints when `[flink] state_backend = "rocksdb"`."""
+    f = settings["flink"]
+    backend = str(f.get("state_backend", "hashmap")).lower()
+    if backend not in ("hashmap", "rocksdb"):
+        raise ValueError(f'[flink] state_backend must be "hashmap" or "rocksdb", not {backend!r}')
+    conf: dict[str, Any] = {
+        "jobmanager.rpc.address": "127.0.0.1",
+        "jobmanager.rpc.port": int(f.get("cluster_rpc_port", 16123)),
+        "jobmanager.bind-host": "127.0.0.1",
+        "jobmanager.memory.process.size": str(f.get("jobmanager_memory", "1024m")),
+        "rest.address": "127.0.0.1",
+        "rest.bind-address": "127.0.0.1",
+        "rest.port": int(f["rest_port"]),
+        "taskmanager.host": "127.0.0.1",
+        "taskmanager.bind-host": "127.0.0.1",
+        "taskmanager.numberOfTaskSlots": int(f.get("taskmanager_slots", 1)),
+        # Flink's start scripts compute these from process.size (BashJavaUtils, part of flink-dist,
+        # which Central lacks); TaskManagerRunner started directly needs them spelled out. Total
+        # per TaskManager ~1.25 GB: heap 384m (TM_HEAP), direct 192m, managed 256m (RocksDB's
+        # block cache and write buffers), metaspace 256m, overhead 192m.
+        **TASKMANAGER_MEMORY,
+        "parallelism.default": cluster_parallelism(settings),
+        "state.backend.type": backend,
+        "execution.checkpointing.dir": (state / "flink-checkpoints").resolve().as_uri(),
+        "execution.checkpointing.savepoint-dir": (state / "flink-savepoints").resolve().as_uri(),
+        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+        "execution.checkpointing.num-retained": 3,
+        "web.upload.dir": str((state / "flink-cluster" / "upload").resolve()),
+        "io.tmp.dirs": str((state / "flink-cluster" / "tmp").resolve()),
+        "env.java.opts.all": " ".join(JAVA_OPENS),
+    }
+    if backend == "rocksdb":
+        # only the changed SST files go into each checkpoint: cost grows with the change, not the state
+        conf["execution.checkpointing.incremental"] = True
+    return conf
+
+
+def cluster_parallelism(settings: Settings) -> int:
+    """At least 2 (one subtask per TaskManager), or the configured parallelism if higher."""
+    taskmanagers = int(settings.raw.get("stack", {}).get("taskmanagers", 2))
+    slots = int(settings["flink"].get("taskmanager_slots", 1))
+    return max(2, min(int(settings["flink"].get("parallelism", 0)) or taskmanagers * slots, taskmanagers * slots))
+
+
+def yaml_text(conf: dict[str, Any]) -> str:
+    """Flat `key: value` YAML; strings JSON-quoted (a valid YAML scalar), booleans lower-case."""
+    out = []
+    for key, value in conf.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            text = str(value)
+        else:
+            text = json.dumps(str(value))
+        out.append(f"{key}: {text}")
+    return "\n".join(out) + "\n"
+
+
+LOG4J = """rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = console
+appender.console.name = console
+appender.console.type = Console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p %c{1} - %m%n
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = WARN
+"""
+
+
+def newest_savepoint(directory: Path) -> Path | None:
+    """The newest complete savepoint (a folder holding _metadata) under the savepoint directory."""
+    if not directory.is_dir():
+        return None
+    done = [p.parent for p in directory.glob("*/_metadata")]
+    return max(done, key=lambda p: p.stat().st_mtime) if done else None
+
+
+def _multipart(field: str, path: Path) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="{path.name}"\r\n'
+        "Content-Type: application/x-java-archive\r\n\r\n"
+    ).encode()
+    return head + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+class FlinkRest:
+    """The few REST calls `flink run`/`flink stop --savepointPath` make against a session cluster."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base.rstrip("/")
+
+    def _call(self, method: str, path: str, body: Any = None, data: bytes | None = None, ctype: str = "") -> Any:
+        headers = {}
+        if body is not None:
+            data = json.dumps(body).encode()
+            ctype = "application/json"
+        if ctype:
+            headers["Content-Type"] = ctype
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=120) as response:
+                text = response.read()
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"Flink REST {method} {path}: {exc.code} {exc.read()[:2000]!r}") from None
+        return json.loads(text) if text else {}
+
+    def taskmanagers(self) -> int:
+        return int(self._call("GET", "/overview").get("taskmanagers", 0))
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/jobs/overview").get("jobs", []))
+
+    def running_job(self) -> str | None:
+        for job in self.jobs():
+            if job.get("state") in ("RUNNING", "CREATED", "INITIALIZING", "RESTARTING"):
+                return str(job["jid"])
+        return None
+
+    def upload(self, jar: Path) -> str:
+        data, ctype = _multipart("jarfile", jar)
+        name = self._call("POST", "/jars/upload", data=data, ctype=ctype)["filename"]
+        return Path(name).name
+
+    def run(self, jar_id: str, args: list[str], parallelism: int, savepoint: Path | None) -> str:
+        body: dict[str, Any] = {"programArgsList": args, "parallelism": parallelism}
+        if savepoint is not None:
+            body["savepointPath"] = savepoint.resolve().as_uri()
+            # an operator removed by an upgrade must not block the restore of the others
+            body["allowNonRestoredState"] = True
+        return str(self._call("POST", f"/jars/{jar_id}/run", body=body)["jobid"])
+
+    def stop_with_savepoint(self, job_id: str, target: Path, timeout: float = 120.0) -> str:
+        trigger = self._call(
+            "POST", f"/jobs/{job_id}/stop", body={"targetDirectory": target.resolve().as_uri(), "drain": False}
+        )["request-id"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self._call("GET", f"/jobs/{job_id}/savepoints/{trigger}")
+            if status.get("status", {}).get("id") == "COMPLETED":
+                op = status.get("operation", {})
+                if "location" in op:
+                    return str(op["location"])
+                raise RuntimeError(f"stop-with-savepoint of {job_id} failed: {op.get('failure-cause')}")
+            time.sleep(0.5)
+        raise RuntimeError(f"stop-with-savepoint of {job_id} not done after {timeout:.0f}s")
+
+
+class ClusterStack(LocalStack):
+    """LocalStack with kafka and flink replaced by their clusters; registry and warehouse unchanged."""
+
+    @property
+    def flink_home(self) -> Path:
+        return self.state / "flink-cluster"
+
+    @property
+    def savepoint_dir(self) -> Path:
+        return self.state / "flink-savepoints"
+
+    def rest(self) -> FlinkRest:
+        return FlinkRest(f"http://127.0.0.1:{self.s['flink']['rest_port']}")
+
+    # process definitions ---------------------------------------------------------------------
+    def brokers(self) -> list[Process]:
+        k = self.s["kafka"]
+        libs = install.kafka_libs_dir(self.s)
+        out = []
+        for i, (port, _) in enumerate(broker_ports(self.s), start=1):
+            out.append(
+                Process(
+                    f"kafka-{i}",
+                    ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._broker_props(i))],
+                    self.run_dir,
+                    self.log_dir,
+                    ready=lambda port=port: port_open(k["host"], port),
+                    where=f"{k['host']}:{port}",
+                )
+            )
+        return out
+
+    def _broker_props(self, node_id: int) -> Path:
+        return self.state / f"kafka-{node_id}" / "server.properties"
+
+    def _flink_java(self, main: str, *args: str, heap: str, direct: str = "") -> list[str]:
+        lib = install.flink_cluster_lib_dir(self.s)
+        conf = self.flink_home / "conf"
+        return [
+            "java",
+            f"-Xmx{heap}",
+            *([f"-XX:MaxDirectMemorySize={direct}"] if direct else []),
+            *JAVA_OPENS,
+            f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
+            "-cp",
+            f"{lib}/*",
+            main,
+            "--configDir",
+            str(conf),
+            *args,
+        ]
+
+    def jobmanager(self) -> Process:
+        rest = self.rest()
+        return Process(
+            "flink-jobmanager",
+            self._flink_java(JOBMANAGER_MAIN, heap="512m"),
+            self.run_dir,
+            self.log_dir,
+            ready=lambda: http_ok(f"{rest.base}/overview"),
+            where=f"{rest.base} (Flink session cluster)",
+        )
+
+    def taskmanagers(self) -> list[Process]:
+        n = int(self.s.raw.get("stack", {}).get("taskmanagers", 2))
+        return [
+            Process(
+                f"flink-taskmanager-{i}",
+                self._flink_java(TASKMANAGER_MAIN, f"-Dtaskmanager.resource-id=tm-{i}", heap=TM_HEAP, direct=TM_DIRECT),
+                self.run_dir,
+                self.log_dir,
+                ready=lambda: True,
+                where=f"TaskManager tm-{i}",
+            )
+            for i in range(1, n + 1)
+        ]
+
+    def processes(self) -> dict[str, Process]:
+        procs: dict[str, Process] = {p.name: p for p in self.brokers()}
+        procs["registry"] = self.registry()
+        procs["flink-jobmanager"] = self.jobmanager()
+        procs.update({p.name: p for p in self.taskmanagers()})
+        procs["warehouse"] = self.warehouse()
+        return procs
+
+    def job_settings_data(self) -> dict[str, Any]:
+        """config.job_settings for a cluster submission: no MiniCluster REST port and no checkpoint
+        directory in the job (the cluster's config.yaml has them; the restore comes from the
+        savepoint passed to the run request), parallelism of the cluster."""
+        data = job_settings(self.s)
+        data["flink"]["rest_port"] = 0
+        data["flink"].pop("checkpoint_dir", None)
+        data["flink"]["parallelism"] = cluster_parallelism(self.s)
+        return data
+
+    def write_job_settings(self) -> Path:
+        path = self.job_settings_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.job_settings_data(), indent=2, sort_keys=True) + "\n")
+        return path
+
+    # lifecycle -------------------------------------------------------------------------------
+    def start(self, only: tuple[str, ...] = ORDER, echo: Callable[[str], object] = print) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        for name in ORDER:
+            if name not in only:
+                continue
+            t0 = time.monotonic()
+            if name == "kafka":
+                where = self._start_kafka()
+            elif name == "flink":
+                where = self._start_flink(echo)
+            else:
+                self._prepare(name)
+                proc = getattr(self, name)()
+                proc.start()
+                proc.wait_ready()
+                if name == "registry":
+                    from fleetperf.kafka_avro import ensure_topics, register_schemas
+
+                    ensure_topics(self.s)
+                    register_schemas(self.s)
+                where = proc.where
+            echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {where}")
+
+    def _start_kafka(self) -> str:
+        install.kafka_libs(self.s)
+        self._write_broker_properties()
+        brokers = self.brokers()
+        for proc in brokers:
+            proc.start()
+        for proc in brokers:
+            proc.wait_ready()
+        self.create_topics()
+        return ", ".join(p.where for p in brokers)
+
+    def create_topics(self, timeout: float = 60.0) -> None:
+        """Every configured topic with replication factor 3 and min.insync.replicas 2, before
+        kafka_avro.ensure_topics (which would create them with factor 1) finds them existing."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        from fleetperf.kafka_avro import kafka_client_config
+
+        n = len(broker_ports(self.s))
+        replication = min(3, n)
+        min_isr = str(max(1, min(2, replication - 1)))
+        admin = AdminClient(kafka_client_config(self.s))
+        deadline = time.monotonic() + timeout
+        # all brokers must have registered before a factor-3 topic can be placed
+        while len(admin.list_topics(timeout=10).brokers) < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {n} Kafka brokers registered after {timeout:.0f}s")
+            time.sleep(0.5)
+        topics = [
+            NewTopic(
+                t.name,
+                num_partitions=int(self.s["kafka"]["partitions"]),
+                replication_factor=replication,
+                config={"min.insync.replicas": min_isr},
+            )
+            for t in self.s.topics.values()
+        ]
+        for name, future in admin.create_topics(topics, request_timeout=30).items():
+            try:
+                future.result()
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise RuntimeError(f"cannot create topic {name}: {exc}") from exc
+
+    def _write_broker_properties(self) -> None:
+        import subprocess
+
+        cp = ["java", "-cp", f"{install.kafka_libs_dir(self.s)}/*", "kafka.tools.StorageTool"]
+        cluster_id_file = self.state / "kafka-cluster-id"
+        if not cluster_id_file.exists():
+            out = subprocess.run([*cp, "random-uuid"], capture_output=True, text=True, check=True).stdout.strip()
+            cluster_id_file.write_text(out)
+        cluster_id = cluster_id_file.read_text().strip()
+        for i in range(1, len(broker_ports(self.s)) + 1):
+            props = self._broker_props(i)
+            data = props.parent / "data"
+            props.parent.mkdir(parents=True, exist_ok=True)
+            props.write_text(kafka_broker_properties(self.s, i, data))
+            if not (data / "meta.properties").exists():
+                subprocess.run(
+                    [*cp, "format", "-t", cluster_id, "-c", str(props)], capture_output=True, text=True, check=True
+                )
+
+    def write_flink_conf(self) -> Path:
+        conf_dir = self.flink_home / "conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        for sub in ("upload", "tmp"):
+            (self.flink_home / sub).mkdir(parents=True, exist_ok=True)
+        (conf_dir / "config.yaml").write_text(yaml_text(flink_conf(self.s, self.state)))
+        (conf_dir / "log4j.properties").write_text(LOG4J)
+        return conf_dir
+
+    def _start_flink(self, echo: Callable[[str], object]) -> str:
+        install.flink_cluster_lib(self.s)
+        jar = install.job_jar()
+        self.write_flink_conf()
+        self.write_job_settings()
+        jm = self.jobmanager()
+        jm.start()
+        jm.wait_ready()
+        tms = self.taskmanagers()
+        for tm in tms:
+            tm.start()
+        rest = self.rest()
+        deadline = time.monotonic() + 120
+        while rest.taskmanagers() < len(tms):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"TaskManagers did not register; last log lines:\n{tms[0].tail()}")
+            time.sleep(0.5)
+        if rest.running_job() is None:
+            savepoint = newest_savepoint(self.savepoint_dir)
+            if savepoint is not None:
+                echo(f"  flink      restoring from savepoint {savepoint}")
+            jar_id = rest.upload(jar)
+            rest.run(jar_id, self.job_args(), cluster_parallelism(self.s), savepoint)
+        while not self._flink_running():
+            if time.monotonic() > deadline + 60:
+                raise RuntimeError(f"the job is not RUNNING; last JobManager log lines:\n{jm.tail()}")
+            time.sleep(0.5)
+        return jm.where
+
+    def stop(self, echo: Callable[[str], object] = print) -> None:
+        procs = self.processes()
+        if procs["warehouse"].running():
+            procs["warehouse"].stop()
+            echo(f"  {'warehouse':<10} stopped")
+        if procs["flink-jobmanager"].running():
+            try:
+                job = self.rest().running_job()
+                if job is not None:
+                    self.savepoint_dir.mkdir(parents=True, exist_ok=True)
+                    location = self.rest().stop_with_savepoint(job, self.savepoint_dir)
+                    echo(f"  flink      savepoint {location}")
+            except (OSError, RuntimeError) as exc:
+                # the cluster still stops; the next start resumes from the newest checkpoint's data
+                # only if a savepoint exists, so say plainly that none was taken
+                echo(f"  flink      no savepoint taken: {exc}")
+        for name in reversed(list(procs)):
+            if name != "warehouse" and procs[name].running():
+                procs[name].stop()
+                echo(f"  {name:<10} stopped")
