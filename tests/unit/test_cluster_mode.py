@@ -79,11 +79,11 @@ def test_flink_conf_backends() -> None:
     assert conf["parallelism.default"] >= 2
     assert conf["execution.checkpointing.savepoint-dir"] == "file:///tmp/fp-state/flink-savepoints"
     assert conf["execution.checkpointing.dir"] == "file:///tmp/fp-state/flink-checkpoints"
-    rocks = cluster.flink_conf(_settings(FLINK__STATE_BACKEND="rocksdb"), Path("/tmp/fp-state"))
+    rocks = cluster.flink_conf(_settings(FLINK_CLUSTER__STATE_BACKEND="rocksdb"), Path("/tmp/fp-state"))
     assert rocks["state.backend.type"] == "rocksdb"
     assert rocks["execution.checkpointing.incremental"] is True
     with pytest.raises(ValueError, match="state_backend"):
-        cluster.flink_conf(_settings(FLINK__STATE_BACKEND="memory"), Path("/tmp"))
+        cluster.flink_conf(_settings(FLINK_CLUSTER__STATE_BACKEND="memory"), Path("/tmp"))
 
 
 def test_taskmanager_memory_adds_up() -> None:
@@ -105,14 +105,14 @@ def test_taskmanager_memory_adds_up() -> None:
 
 def test_yaml_is_flat_and_parses() -> None:
     yaml = pytest.importorskip("yaml")
-    conf = cluster.flink_conf(_settings(FLINK__STATE_BACKEND="rocksdb"), Path("/tmp/x y"))
+    conf = cluster.flink_conf(_settings(FLINK_CLUSTER__STATE_BACKEND="rocksdb"), Path("/tmp/x y"))
     assert yaml.safe_load(cluster.yaml_text(conf)) == conf
 
 
 def test_parallelism_at_least_two() -> None:
     assert cluster.cluster_parallelism(_settings(FLINK__PARALLELISM="1")) == 2
     assert cluster.cluster_parallelism(_settings(FLINK__PARALLELISM="0")) == 2
-    assert cluster.cluster_parallelism(_settings(FLINK__PARALLELISM="4", FLINK__TASKMANAGER_SLOTS="2")) == 4
+    assert cluster.cluster_parallelism(_settings(FLINK__PARALLELISM="4", FLINK_CLUSTER__TASKMANAGER_SLOTS="2")) == 4
 
 
 def test_command_lines() -> None:

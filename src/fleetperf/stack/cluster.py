@@ -105,20 +105,21 @@ def flink_conf(settings: Settings, state: Path) -> dict[str, Any]:
     """The session cluster's config.yaml (flat keys). Checkpoints and savepoints under the state
     directory; RocksDB with incremental checkpoints when `[flink] state_backend = "rocksdb"`."""
     f = settings["flink"]
-    backend = str(f.get("state_backend", "hashmap")).lower()
+    fc = _fc(settings)
+    backend = str(fc.get("state_backend", "hashmap")).lower()
     if backend not in ("hashmap", "rocksdb"):
-        raise ValueError(f'[flink] state_backend must be "hashmap" or "rocksdb", not {backend!r}')
+        raise ValueError(f'[flink_cluster] state_backend must be "hashmap" or "rocksdb", not {backend!r}')
     conf: dict[str, Any] = {
         "jobmanager.rpc.address": "127.0.0.1",
-        "jobmanager.rpc.port": int(f.get("cluster_rpc_port", 16123)),
+        "jobmanager.rpc.port": int(fc.get("rpc_port", 16123)),
         "jobmanager.bind-host": "127.0.0.1",
-        "jobmanager.memory.process.size": str(f.get("jobmanager_memory", "1024m")),
+        "jobmanager.memory.process.size": str(fc.get("jobmanager_memory", "1024m")),
         "rest.address": "127.0.0.1",
         "rest.bind-address": "127.0.0.1",
         "rest.port": int(f["rest_port"]),
         "taskmanager.host": "127.0.0.1",
         "taskmanager.bind-host": "127.0.0.1",
-        "taskmanager.numberOfTaskSlots": int(f.get("taskmanager_slots", 1)),
+        "taskmanager.numberOfTaskSlots": int(fc.get("taskmanager_slots", 1)),
         # Flink's start scripts compute these from process.size (BashJavaUtils, part of flink-dist,
         # which Central lacks); TaskManagerRunner started directly needs them spelled out. Total
         # per TaskManager ~1.25 GB: heap 384m (TM_HEAP), direct 192m, managed 256m (RocksDB's
@@ -140,10 +141,14 @@ def flink_conf(settings: Settings, state: Path) -> dict[str, Any]:
     return conf
 
 
+def _fc(settings: Settings) -> dict[str, Any]:
+    return dict(settings.raw.get("flink_cluster", {}))
+
+
 def cluster_parallelism(settings: Settings) -> int:
     """At least 2 (one subtask per TaskManager), or the configured parallelism if higher."""
     taskmanagers = int(settings.raw.get("stack", {}).get("taskmanagers", 2))
-    slots = int(settings["flink"].get("taskmanager_slots", 1))
+    slots = int(_fc(settings).get("taskmanager_slots", 1))
     return max(2, min(int(settings["flink"].get("parallelism", 0)) or taskmanagers * slots, taskmanagers * slots))
 
 
