@@ -136,3 +136,21 @@ def test_capacity_entitled_comes_from_nmon_when_the_inventory_has_none(embedded_
     ch = _loaded(embedded_path, "util_entitled", typed + [_derived(h, "physc", 1.0, ms) for h in expected])
     rows = dict(ch.query("SELECT entity_id, entitled FROM lpar_sizing").result_rows)
     assert rows == expected
+
+
+def test_capacity_of_a_frame_known_only_from_2011_archives(embedded_path: Path) -> None:
+    # ten days of one LPAR's physc in March 2011, growing 0.1 processor a day: 1.0, 1.1, ... 1.9
+    day0 = datetime(2011, 3, 1, 12, 0, tzinfo=UTC)
+    records = [
+        _derived("ARCH-LPAR", "physc", 1.0 + d / 10, int((day0 + timedelta(days=d)).timestamp() * 1000))
+        for d in range(10)
+    ]
+    ch = _loaded(embedded_path, "util_archive", records)
+    fit = ch.query("SELECT frame, days, slope_per_day, last_peak FROM capacity_forecast_fit").result_rows
+    assert len(fit) == 1
+    frame, days, slope, last_peak = fit[0]
+    assert (frame, days) == ("standalone", 10)
+    # the daily p95 is a quantile sketch's (Float32 inside): equal to a few parts in 10^8
+    assert abs(slope - 0.1) < 1e-6 and abs(last_peak - 1.9) < 1e-6
+    actual = ch.query("SELECT count() FROM capacity_forecast_series WHERE actual IS NOT NULL").result_rows
+    assert actual[0][0] == 10
