@@ -85,7 +85,16 @@ def test_window_metrics_equal_independent_computation(ingested: Settings, fleet:
         assert actual[key][0] == pytest.approx(value, rel=1e-12, abs=1e-12), key
         assert actual[key][1] == samples, key
     metrics = {key[1] for key in expected}
-    assert metrics == {"steal_pct", "physc", "entc_pct", "vps_needed", "pool_used", "pool_used_pct"}
+    assert metrics == {
+        "steal_pct",
+        "physc",
+        "entc_pct",
+        "vps_needed",
+        "pool_used",
+        "pool_used_pct",
+        "busy_pct",
+        "cpu_cores",
+    }
 
 
 def test_reingesting_a_file_adds_no_rows(ingested: Settings, fleet: list[Path]) -> None:
