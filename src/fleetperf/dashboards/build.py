@@ -303,7 +303,7 @@ def dashboard(b: Dashboard) -> dict[str, Any]:
             "cascadeParentIds": [],
             "scope": {"rootPath": ["ROOT_ID"], "excluded": untimed},
             "type": "NATIVE_FILTER",
-            "description": 'Horizons: DATEADD(DATETIME("today"), -N, day) : tomorrow, N = 1, 7, 28, 365',
+            "description": 'No filter (all history), or DATEADD(DATETIME("today"), -N, day) : tomorrow',
         }
     ]
     for label, ds, column in b.select_filters:
