@@ -11,6 +11,8 @@ multi-process failure modes (a broker or TaskManager killed) that one JVM cannot
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import urllib.request
 import uuid
@@ -499,7 +501,23 @@ class ClusterStack(LocalStack):
                 # the cluster still stops; the next start resumes from the newest checkpoint's data
                 # only if a savepoint exists, so say plainly that none was taken
                 echo(f"  flink      no savepoint taken: {exc}")
+        brokers = [p for name, p in procs.items() if name.startswith("kafka-")]
         for name in reversed(list(procs)):
-            if name != "warehouse" and procs[name].running():
+            if name == "warehouse" or name.startswith("kafka-"):
+                continue
+            if procs[name].running():
                 procs[name].stop()
                 echo(f"  {name:<10} stopped")
+        # all brokers are asked at once: stopped one by one, the last one waits for a controller
+        # quorum that has already gone (its clean shutdown then hangs until the kill)
+        for proc in brokers:
+            pid = proc.pid()
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for proc in brokers:
+            if proc.running() or proc.pid_file.exists():
+                proc.stop()
+                echo(f"  {proc.name:<10} stopped")
