@@ -87,7 +87,12 @@ def test_cluster_mode_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     only = ("kafka", "registry", "flink")
     try:
         stack.start(only, echo=lines.append)
-        assert stack.rest().taskmanagers() == 2
+        rest = stack.rest()
+        assert rest.taskmanagers() == 2
+        job = rest.running_job()
+        assert job is not None
+        vertices = rest._call("GET", f"/jobs/{job}")["vertices"]
+        assert max(v["parallelism"] for v in vertices) == 2
         from confluent_kafka.admin import AdminClient
 
         from fleetperf.kafka_avro import kafka_client_config
@@ -128,3 +133,5 @@ def test_cluster_mode_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     finally:
         stack.stop(echo=lines.append)
     _no_process_left(stack)
+    # the second down took its own savepoint (a stop right after a start waits for the tasks)
+    assert newest_savepoint(stack.savepoint_dir) not in (None, savepoint), lines

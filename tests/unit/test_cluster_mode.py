@@ -158,3 +158,36 @@ def test_multipart_body_carries_the_jar(tmp_path: Path) -> None:
     assert b'name="jarfile"; filename="job.jar"' in body
     assert b"PK\x03\x04jar-bytes\r\n" in body
     assert body.endswith(f"--{boundary}--\r\n".encode())
+
+
+class _ScriptedRest(cluster.FlinkRest):
+    """FlinkRest with canned answers: a job still deploying, then a refused savepoint, then one taken."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:1")
+        self.calls: list[tuple[str, str]] = []
+        self.overviews = iter([{"running": 3, "total": 5}, {"running": 5, "total": 5}, {"running": 5, "total": 5}])
+        self.results = iter(
+            [
+                {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {"stack-trace": "not all running"}}},
+                {"status": {"id": "IN_PROGRESS"}},
+                {"status": {"id": "COMPLETED"}, "operation": {"location": "file:/sp/savepoint-1"}},
+            ]
+        )
+
+    def _call(self, method: str, path: str, body: object = None, data: bytes | None = None, ctype: str = "") -> object:
+        self.calls.append((method, path))
+        if path == "/jobs/overview":
+            return {"jobs": [{"jid": "j1", "state": "RUNNING", "tasks": next(self.overviews)}]}
+        if method == "POST":
+            return {"request-id": "r"}
+        return next(self.results)
+
+
+def test_stop_with_savepoint_waits_and_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster.time, "sleep", lambda _s: None)
+    rest = _ScriptedRest()
+    assert rest.stop_with_savepoint("j1", Path("/sp"), timeout=30) == "file:/sp/savepoint-1"
+    stops = [c for c in rest.calls if c == ("POST", "/jobs/j1/stop")]
+    assert len(stops) == 2  # none while deploying, one refused, one taken
+    assert rest.calls[0] == ("GET", "/jobs/overview")

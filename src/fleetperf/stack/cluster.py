@@ -242,20 +242,36 @@ class FlinkRest:
             body["allowNonRestoredState"] = True
         return str(self._call("POST", f"/jars/{jar_id}/run", body=body)["jobid"])
 
+    def all_tasks_running(self, job_id: str) -> bool:
+        for job in self.jobs():
+            if job.get("jid") == job_id:
+                tasks = job.get("tasks", {})
+                return job.get("state") == "RUNNING" and tasks.get("running", 0) == tasks.get("total", -1)
+        return False
+
     def stop_with_savepoint(self, job_id: str, target: Path, timeout: float = 120.0) -> str:
-        trigger = self._call(
-            "POST", f"/jobs/{job_id}/stop", body={"targetDirectory": target.resolve().as_uri(), "drain": False}
-        )["request-id"]
+        """Retried until the deadline: Flink refuses a savepoint while some tasks are still being
+        deployed (right after a start or a failover), and a refused one leaves the job running."""
         deadline = time.monotonic() + timeout
+        failure = "no attempt"
         while time.monotonic() < deadline:
-            status = self._call("GET", f"/jobs/{job_id}/savepoints/{trigger}")
-            if status.get("status", {}).get("id") == "COMPLETED":
-                op = status.get("operation", {})
-                if "location" in op:
-                    return str(op["location"])
-                raise RuntimeError(f"stop-with-savepoint of {job_id} failed: {op.get('failure-cause')}")
-            time.sleep(0.5)
-        raise RuntimeError(f"stop-with-savepoint of {job_id} not done after {timeout:.0f}s")
+            if not self.all_tasks_running(job_id):
+                time.sleep(0.5)
+                continue
+            trigger = self._call(
+                "POST", f"/jobs/{job_id}/stop", body={"targetDirectory": target.resolve().as_uri(), "drain": False}
+            )["request-id"]
+            while time.monotonic() < deadline:
+                status = self._call("GET", f"/jobs/{job_id}/savepoints/{trigger}")
+                if status.get("status", {}).get("id") == "COMPLETED":
+                    op = status.get("operation", {})
+                    if "location" in op:
+                        return str(op["location"])
+                    failure = str(op.get("failure-cause", {}).get("stack-trace", op))[:500]
+                    break
+                time.sleep(0.5)
+            time.sleep(1.0)
+        raise RuntimeError(f"stop-with-savepoint of {job_id} not done after {timeout:.0f}s: {failure}")
 
 
 class ClusterStack(LocalStack):
@@ -479,7 +495,7 @@ class ClusterStack(LocalStack):
                 echo(f"  flink      restoring from savepoint {savepoint}")
             jar_id = rest.upload(jar)
             rest.run(jar_id, self.job_args(), cluster_parallelism(self.s), savepoint)
-        while not self._flink_running():
+        while (job := rest.running_job()) is None or not rest.all_tasks_running(job):
             if time.monotonic() > deadline + 60:
                 raise RuntimeError(f"the job is not RUNNING; last JobManager log lines:\n{jm.tail()}")
             time.sleep(0.5)
