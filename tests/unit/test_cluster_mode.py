@@ -131,7 +131,12 @@ def test_command_lines() -> None:
 def test_job_settings_for_submission_start_no_minicluster() -> None:
     # rest_port 0 and no checkpoint_dir: DerivedMetricsJob.main then neither binds a REST port nor
     # restores a checkpoint itself; the cluster's config and the run request's savepoint do that
-    data = LocalStack(_settings(STACK__MODE="cluster")).job_settings_data()
+    stack = LocalStack(_settings(STACK__MODE="cluster", KAFKA__PORT="30000"))
+    data = stack.job_settings_data()
+    assert data["kafka"]["bootstrap"] == "127.0.0.1:30000,127.0.0.1:30002,127.0.0.1:30004"
+    assert "-Dapicurio.kafkasql.bootstrap.servers=127.0.0.1:30000,127.0.0.1:30002,127.0.0.1:30004" in (
+        stack.registry().argv
+    )
     assert data["flink"]["rest_port"] == 0
     assert "checkpoint_dir" not in data["flink"]
     assert data["flink"]["parallelism"] >= 2

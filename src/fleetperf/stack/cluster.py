@@ -359,11 +359,28 @@ class ClusterStack(LocalStack):
         procs["warehouse"] = self.warehouse()
         return procs
 
+    @property
+    def bootstrap_all(self) -> str:
+        """Every broker: a client given only the first cannot start while that broker is down."""
+        host = self.s["kafka"]["host"]
+        return ",".join(f"{host}:{port}" for port, _ in broker_ports(self.s))
+
+    def registry(self) -> Process:
+        proc = super().registry()
+        proc.argv = [
+            f"-Dapicurio.kafkasql.bootstrap.servers={self.bootstrap_all}"
+            if arg.startswith("-Dapicurio.kafkasql.bootstrap.servers=")
+            else arg
+            for arg in proc.argv
+        ]
+        return proc
+
     def job_settings_data(self) -> dict[str, Any]:
         """config.job_settings for a cluster submission: no MiniCluster REST port and no checkpoint
         directory in the job (the cluster's config.yaml has them; the restore comes from the
         savepoint passed to the run request), parallelism of the cluster."""
         data = job_settings(self.s)
+        data["kafka"]["bootstrap"] = self.bootstrap_all
         data["flink"]["rest_port"] = 0
         data["flink"].pop("checkpoint_dir", None)
         data["flink"]["parallelism"] = cluster_parallelism(self.s)
