@@ -78,7 +78,15 @@ class Settings:
 
     @property
     def bootstrap(self) -> str:
-        return f"{self['kafka']['host']}:{self['kafka']['port']}"
+        """Every broker of the stack: one locally; in cluster mode broker i listens on port + 2i (so a
+        client started while the first broker is down still finds the cluster)."""
+        k = self["kafka"]
+        return ",".join(f"{k['host']}:{int(k['port']) + 2 * i}" for i in range(self.kafka_brokers))
+
+    @property
+    def kafka_brokers(self) -> int:
+        stack = self.raw.get("stack", {})
+        return int(stack.get("kafka_brokers", 3)) if stack.get("mode") == "cluster" else 1
 
     @property
     def registry_url(self) -> str:

@@ -67,7 +67,15 @@ def ensure_topics(settings: Settings, topics: Iterable[Topic] | None = None) -> 
     admin = AdminClient(kafka_client_config(settings))
     wanted = list(topics or settings.topics.values())
     futures = admin.create_topics(
-        [NewTopic(t.name, num_partitions=settings["kafka"]["partitions"], replication_factor=1) for t in wanted],
+        [
+            # every broker holds a copy, up to 3 (cluster mode: min.insync.replicas 2 of 3)
+            NewTopic(
+                t.name,
+                num_partitions=settings["kafka"]["partitions"],
+                replication_factor=min(3, settings.kafka_brokers),
+            )
+            for t in wanted
+        ],
         request_timeout=30,
     )
     for name, future in futures.items():

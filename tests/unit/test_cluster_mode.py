@@ -196,3 +196,13 @@ def test_stop_with_savepoint_waits_and_retries(monkeypatch: pytest.MonkeyPatch) 
     stops = [c for c in rest.calls if c == ("POST", "/jobs/j1/stop")]
     assert len(stops) == 2  # none while deploying, one refused, one taken
     assert rest.calls[0] == ("GET", "/jobs/overview")
+
+
+def test_clients_bootstrap_from_every_broker_in_cluster_mode() -> None:
+    from fleetperf import config
+
+    local = config.load({})
+    assert (local.bootstrap, local.kafka_brokers) == ("127.0.0.1:19092", 1)
+    cluster = config.load({"FLEETPERF__STACK__MODE": "cluster"})
+    assert cluster.kafka_brokers == 3
+    assert cluster.bootstrap == "127.0.0.1:19092,127.0.0.1:19094,127.0.0.1:19096"
