@@ -21,7 +21,15 @@ from pathlib import Path
 
 from fleetperf.config import Settings
 from fleetperf.ingest.ledger import Ledger
-from fleetperf.ingest.publish import FILE_ERRORS, FilePublisher, Summary, classify, expand, source_options
+from fleetperf.ingest.publish import (
+    FILE_ERRORS,
+    FilePublisher,
+    Summary,
+    classify,
+    expand,
+    file_failed,
+    source_options,
+)
 from fleetperf.kafka_avro import AvroProducer, spooling_producer
 from fleetperf.sources.base import Tail
 
@@ -113,8 +121,7 @@ class Follower:
         source, problem = classify(candidate)  # type: ignore[arg-type]
         if source is None:
             if problem is not None and problem != "empty file":  # an empty file may be about to be written
-                print(f"cannot read {path}: {problem}", file=sys.stderr)
-                self.summary.failed += 1
+                file_failed(path, "ingest", problem, self.producer, self.summary, quiet=False)
                 self.finished.add(path)
             return
         publisher = FilePublisher(path, source, self.producer, self.ledger, self.summary)

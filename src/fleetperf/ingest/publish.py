@@ -27,7 +27,7 @@ from fleetperf.ingest import end_of_stream
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources import registry
-from fleetperf.sources.base import FileRejectedError, Reading, Source
+from fleetperf.sources.base import FileRejectedError, Reading, Source, open_file
 
 if TYPE_CHECKING:  # the Kafka and registry clients cost ~0.2 s to import: `parse` needs neither
     from fleetperf.kafka_avro import AvroProducer
@@ -178,13 +178,20 @@ class FilePublisher:
         """The file could not be read (further): one message, one dead letter (unless the source
         already sent the one that says why); not ledgered as done."""
         error = error.removeprefix(f"{self.path}: ")  # the message names the file once
-        self.summary.failed += 1
-        self.summary.failed_files.append(f"{self.path}: {error}")
-        if not reported:
-            record = dead_letter(self.source.name, str(self.path), 0, 0, error, b"").record
-            self.producer.send("dead_letters", record, key=str(self.path))
-        if not self.quiet:
-            print(f"cannot read {self.path}: {error}", file=sys.stderr)
+        file_failed(self.path, self.source.name, error, self.producer, self.summary, self.quiet, letter=not reported)
+
+
+def file_failed(
+    path: Path, origin: str, error: str, producer: AvroProducer, summary: Summary, quiet: bool, letter: bool = True
+) -> None:
+    """A file that is not read (further): counted, one dead letter (`origin`: the source, or
+    "ingest" for a file no source reads), one message now or, under a progress bar, after it."""
+    summary.failed += 1
+    summary.failed_files.append(f"{path}: {error}")
+    if letter:
+        producer.send("dead_letters", dead_letter(origin, str(path), 0, 0, error, b"").record, key=str(path))
+    if not quiet:
+        print(f"cannot read {path}: {error}", file=sys.stderr)
 
 
 class PendingCheckpoints:
@@ -219,7 +226,7 @@ class PendingCheckpoints:
 
 
 def _opener(p: Path, mode: str = "rb"):  # noqa: ANN202 - the ledger hashes what the source reads
-    return registry.open_file(p)
+    return open_file(p)
 
 
 # which files are taken -------------------------------------------------------------------------
@@ -340,7 +347,7 @@ def _ingest_files(
         if source is not None:
             taken.append((candidate.path, source))
         elif problem is not None:
-            _unreadable(candidate.path, problem, producer, summary, progress)
+            file_failed(candidate.path, "ingest", problem, producer, summary, quiet=progress)
     if progress:
         for source in {s.name: s for _, s in taken}.values():
             if (note := source.notice()) is not None:
@@ -381,15 +388,6 @@ def _ingest_files(
         for message in summary.failed_files:
             print(f"cannot read {message}", file=sys.stderr)
     return summary
-
-
-def _unreadable(path: Path, problem: str, producer: AvroProducer, summary: Summary, progress: bool) -> None:
-    """A file no source reads: one message (now, or after the progress bar), one dead letter."""
-    summary.failed += 1
-    summary.failed_files.append(f"{path}: {problem}")
-    producer.send("dead_letters", dead_letter("ingest", str(path), 0, 0, problem, b"").record, key=str(path))
-    if not progress:
-        print(f"cannot read {path}: {problem}", file=sys.stderr)
 
 
 # what a source raises when a whole file cannot be read (bad header, a report missing an option);

@@ -14,12 +14,13 @@ what all sources share: the ledger, dead letters, progress and summary, exit sta
 from __future__ import annotations
 
 import argparse
+import gzip
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from fleetperf.ingest.records import Emitted
@@ -60,6 +61,14 @@ class FileRejectedError(ValueError):
     def __init__(self, reason: str, reported: bool = True) -> None:
         super().__init__(reason)
         self.reported = reported
+
+
+def open_file(path: Path) -> IO[bytes]:
+    """A file's bytes, gzip undone (nmon archives are often .gz): what sources read and the ledger
+    hashes to know a file again."""
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 class Tail(ABC):

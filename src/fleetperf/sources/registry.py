@@ -7,10 +7,9 @@ import argparse
 import gzip
 import zlib
 from pathlib import Path
-from typing import IO
 
 from fleetperf.sources.aix.source import EntstatSource, HpmstatSource
-from fleetperf.sources.base import Option, Source
+from fleetperf.sources.base import Option, Source, open_file
 from fleetperf.sources.bonding.source import BondingSource
 from fleetperf.sources.nmon.source import NmonSource
 from fleetperf.sources.perfkit.source import PerfkitSource
@@ -38,25 +37,12 @@ def get(name: str) -> Source:
 
 
 def head_of(path: Path, size: int = HEAD_BYTES) -> bytes:
-    """The first bytes of a file, gzip undone (a cut or damaged .gz gives what could be inflated)."""
-    with open(path, "rb") as handle:
-        head = handle.read(size)
-    if head[:2] != b"\x1f\x8b":
-        return head
-    out = b""
-    try:
-        with gzip.open(path, "rb") as handle:
-            out = handle.read(size)
-    except (OSError, EOFError, zlib.error):
-        pass
-    return out
-
-
-def open_file(path: Path) -> IO[bytes]:
-    """The file's bytes, gzip undone (what the ledger hashes to know a file again)."""
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    """The first bytes of a file, gzip undone; a .gz too damaged to inflate gives nothing."""
+    with open_file(path) as handle:
+        try:
+            return handle.read(size)
+        except (gzip.BadGzipFile, EOFError, zlib.error):
+            return b""
 
 
 def detect(path: Path, head: bytes | None = None) -> Source | None:

@@ -16,7 +16,6 @@ scanner (native_parser.py, native/src/lib.rs) must give the same records and dea
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 import zlib
@@ -24,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import IO
 
 from fleetperf.ingest import validate
 from fleetperf.ingest.records import Emitted, dead_letter
@@ -727,12 +725,6 @@ def position(first_offset: int) -> int:
 
 def _tag_number(tag: bytes) -> int:
     return int(tag[1:])
-
-
-def open_binary(path: Path) -> IO[bytes]:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def read_chunks(path: Path, size: int = CHUNK) -> Iterator[bytes | str]:

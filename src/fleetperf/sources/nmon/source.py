@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.base import TZ, FileRejectedError, Option, Reading, Source, Tail, tz_of
+from fleetperf.sources.base import TZ, FileRejectedError, Option, Reading, Source, Tail, open_file, tz_of
 from fleetperf.sources.nmon import native_parser, sniff
-from fleetperf.sources.nmon.parser import CUT_LINE, DATE_ORDERS, NmonParser, open_binary, read_chunks
+from fleetperf.sources.nmon.parser import CUT_LINE, DATE_ORDERS, NmonParser, read_chunks
 
 DATE_ORDER = Option(
     ("--date-order",),
@@ -157,7 +157,7 @@ class NmonTail(Tail):
         return (self.native or self.lines).host_id
 
     def poll(self) -> Iterator[Emitted]:
-        with open_binary(self.path) as handle:
+        with open_file(self.path) as handle:
             handle.seek(self.offset + len(self.partial))
             data = self.partial + handle.read()
         # after the read: a write since then makes the file look busy, never quiet too early
