@@ -75,7 +75,7 @@ def _until_caught_up(sink: Sink, limit: float = 240) -> None:
         assert time.monotonic() < deadline, f"sink did not catch up: {sink.stats()}"
         time.sleep(1.5)
         written = sum(sink.rows_written.values())
-        caught_up = sink.lag and all(v == 0 for v in sink.lag.values())
+        caught_up = sink.caught_up
         idle_rounds = idle_rounds + 1 if written == last and caught_up else 0
         last = written
 

@@ -42,7 +42,7 @@ def _drain(settings: Settings, ch, group: str) -> dict[str, int]:  # noqa: ANN00
     while idle_rounds < 4:  # until the consumer has caught up and nothing more arrives
         threading.Event().wait(1.5)
         written = sum(sink.rows_written.values())
-        caught_up = sink.lag and all(v == 0 for v in sink.lag.values())
+        caught_up = sink.caught_up
         idle_rounds = idle_rounds + 1 if written == last and caught_up else 0
         last = written
     sink.stop()

@@ -155,6 +155,11 @@ class Sink:
         self.batches = 0
         self.replayed_batches = 0
         self.lag: dict[str, int] = {}
+        # True only while the consumer thread holds nothing uncommitted and has read to the end of
+        # every assigned partition. Position-based lag alone is not that: consume() hands over up to
+        # batch_rows messages at once, so lag reads 0 long before they are decoded and committed
+        # (a CI run saw a test stop waiting with 5 topics' rows still in hand).
+        self.caught_up = False
         self.last_error: str | None = None
         self.stop_event = threading.Event()
         self._backoff = BACKOFF_FIRST_S
@@ -202,14 +207,20 @@ class Sink:
     def _loop(self) -> None:
         self._pending.clear()
         self._plans.clear()  # ranges recorded since the last start lie beyond the committed offsets
+        self.lag, self.caught_up = {}, False  # a new consumer: nothing known about its positions
         consumer = self._consumer()
         lag_checked = 0.0
         try:
             while not self.stop_event.is_set():
                 messages = consumer.consume(num_messages=self.batch_rows, timeout=min(self.batch_seconds, 1.0))
-                if time.monotonic() - lag_checked > 10:
+                if messages:
+                    self.caught_up = False
+                # idle: look at the end of every partition every 2 s (a broker round trip), else every 10 s
+                idle = not messages and not self._pending
+                if time.monotonic() - lag_checked > (2 if idle and not self.caught_up else 10):
                     self._update_lag(consumer)
                     lag_checked = time.monotonic()
+                    self.caught_up = idle and bool(self.lag) and all(v == 0 for v in self.lag.values())
                 for msg in messages:
                     err = msg.error()
                     if err is not None:
@@ -364,5 +375,6 @@ class Sink:
             "insert_errors": self.insert_errors,
             "transient_errors": self.transient_errors,
             "lag": self.lag,
+            "caught_up": self.caught_up,
             "last_error": self.last_error,
         }
