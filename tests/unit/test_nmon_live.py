@@ -233,3 +233,51 @@ def test_tail_with_a_negative_quiet_period_publishes_at_the_next_zzzz(tmp_path: 
     assert published(list(tail.poll())) == []
     _write(path, snapshot(2), clock.now)
     assert times(list(tail.poll())) == [T0]
+
+
+def test_tail_reads_a_line_that_never_ends_in_bounded_chunks_and_goes_on_after_it(
+    tmp_path: Path, parser_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A followed file that grows by a 9 MB line without an end (a corrupt or hostile writer): the
+    tail reads it in TAIL_CHUNK pieces and the parser keeps only max_line of it, so memory stays
+    bounded; once the line ends it is one dead letter and the snapshots after it are published."""
+    from fleetperf.sources.nmon import source
+
+    reads: list[int] = []
+    real_open = source.open_file
+
+    class Counting:
+        def __init__(self, handle: object) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Counting:
+            self.handle.__enter__()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.__exit__(*exc)
+
+        def seek(self, offset: int) -> None:
+            self.handle.seek(offset)
+
+        def read(self, size: int = -1) -> bytes:
+            assert 0 < size <= source.TAIL_CHUNK  # never "the rest of the file"
+            data = self.handle.read(size)
+            reads.append(len(data))
+            return data
+
+    monkeypatch.setattr(source, "open_file", lambda path: Counting(real_open(path)))
+    path = tmp_path / "livebox_260301_0800.nmon"
+    clock = Clock(1_000_000.0)
+    _write(path, HEAD + snapshot(1), clock.now - 60, append=False)
+    tail = _tail(path, clock)
+    assert times(list(tail.poll())) == [T0]
+    _write(path, b"CPU01,T0002," + b"9" * (9 << 20), clock.now)
+    assert published(list(tail.poll())) == []
+    assert max(reads) == source.TAIL_CHUNK
+    _write(path, b"\n" + snapshot(2), clock.now)
+    clock.now += QUIET_SECONDS
+    after = list(tail.poll())
+    assert times(after) == [T0 + 10_000]
+    [dead] = [e for e in after if e.topic_key == "dead_letters"]
+    assert "CPU01" in str(dead.record)

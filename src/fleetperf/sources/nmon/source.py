@@ -126,6 +126,9 @@ def _last_snapshot_short(path: Path) -> bool:
     return last < before
 
 
+TAIL_CHUNK = 4 << 20  # bytes read at a time from a followed file
+
+
 class NmonTail(Tail):
     """Complete lines only. A snapshot is published when the file has been quiet for `nmon_quiet`
     seconds (QUIET_SECONDS; measured from the file's modification time, i.e. nmon's last write)
@@ -145,9 +148,8 @@ class NmonTail(Tail):
         tz = tz_of(opts)
         self.native = native_parser.NativeNmonParser(str(path), tz) if native_parser.available() else None
         self.lines = NmonParser(str(path), tz)
-        self.offset = 0  # bytes of complete lines read
-        self.line_no = 0
-        self.partial = b""
+        self.read_to = 0  # bytes handed to the parser; it keeps an unfinished last line itself
+        self.ends_line = True  # the bytes read so far end with a complete line
         self.quiet = float(getattr(opts, "nmon_quiet", QUIET_SECONDS))
         self.clock = clock  # wall clock, compared with the file's modification time
         self.unflushed = False  # complete lines read since the last quiet flush
@@ -157,28 +159,24 @@ class NmonTail(Tail):
         return (self.native or self.lines).host_id
 
     def poll(self) -> Iterator[Emitted]:
+        parser = self.native or self.lines
+        # Read in bounded chunks, cut anywhere: both parsers carry an unfinished line to the next
+        # chunk and dead-letter one longer than max_line, so neither a large backlog nor a line
+        # that never ends grows memory (before, the whole rest of the file and any unfinished
+        # line were held at once).
         with open_file(self.path) as handle:
-            handle.seek(self.offset + len(self.partial))
-            data = self.partial + handle.read()
+            handle.seek(self.read_to)
+            while chunk := handle.read(TAIL_CHUNK):
+                self.read_to += len(chunk)
+                self.ends_line = chunk.endswith(b"\n")
+                self.unflushed = self.unflushed or b"\n" in chunk
+                yield from parser.feed_chunk(chunk)
         # after the read: a write since then makes the file look busy, never quiet too early
         modified = self.path.stat().st_mtime
-        cut = data.rfind(b"\n") + 1
-        complete, self.partial = data[:cut], data[cut:]  # an incomplete last line waits for the rest
-        if complete:
-            self.unflushed = True
-        if self.native is not None:
-            yield from self.native.feed(complete)
-            self.offset += len(complete)
-        else:
-            for line in complete.split(b"\n")[:-1]:
-                self.line_no += 1
-                raw = line + b"\n"
-                yield from self.lines.feed(raw, self.line_no, self.offset)
-                self.offset += len(raw)
-        if self.unflushed and not self.partial and 0 <= self.quiet <= self.clock() - modified:
+        if self.unflushed and self.ends_line and 0 <= self.quiet <= self.clock() - modified:
             # quiet after complete lines: what the parser holds open is complete
             self.unflushed = False
-            yield from (self.native or self.lines).flush_open_snapshot()
+            yield from parser.flush_open_snapshot()
 
     def finish(self) -> Iterator[Emitted]:
         yield from (self.native or self.lines).finish()
