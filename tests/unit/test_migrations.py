@@ -162,6 +162,29 @@ def test_per_cpu_steal_from_the_projects_own_nmon_sadc_and_appldata(embedded_pat
     assert appl == [("0", 10.0, "appldata"), ("1", 25.0, "appldata")]
 
 
+def test_per_cpu_steal_keeps_each_collector_apart(embedded_path: Path) -> None:
+    """A guest seen by a sadc file and by APPLDATA in the same minute: one row per collector with its
+    own figure (the view used to average them under one source name)."""
+    from datetime import UTC, datetime
+
+    ch, _ = migrate(embedded_settings(embedded_path, "steal_sources"))
+    ts = datetime(2026, 3, 1, 8, 0, 30, tzinfo=UTC)
+    rows = [
+        ["LNX1", "lnx1", ts, 60.0, source, "cpu-load-all", "0", {"steal": steal}, "12.6.1", True, "f", 0]
+        for source, steal in (("sadc", 4.0), ("appldata", 10.0))
+    ]
+    columns = ["host_id", "hostname", "ts", "interval_s", "source", "section", "item", "metrics"]
+    ch.insert(
+        "sysstat_samples",
+        rows,
+        column_names=[*columns, "sysstat_version", "steal_trusted", "origin_file", "origin_offset"],
+    )
+    got = ch.query(
+        "SELECT cpu, source, steal_pct, samples FROM cpu_steal_per_cpu_minute WHERE host_id = 'LNX1' ORDER BY source"
+    ).result_rows
+    assert got == [("0", "appldata", 10.0, 1), ("0", "sadc", 4.0, 1)]
+
+
 def test_frame_pool_size_comes_from_the_typed_cpu_samples(embedded_path: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
