@@ -12,11 +12,17 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   crash the sink cuts the same ranges again from `sink_batches`, ClickHouse drops the blocks it
   already has (non_replicated_deduplication_window, sql/014), the materialized-view rollups with
   them, and the offsets are committed after the last insert of a range.
+- nmon snapshots (hundreds of values each) are not decoded here: their Avro bodies go to the engine
+  as one Avro object container per batch (the writer schema from the registry, one container block
+  per message), and sql/017's views explode them into nmon_values/nmon_labels. Only when such an
+  insert fails does the sink decode each message in Python to find the broken ones (dead letters)
+  and insert the rest; when none is broken the failure is transient.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import logging
@@ -40,8 +46,26 @@ from fleetperf.warehouse.rows import RowMapper
 log = logging.getLogger("fleetperf.sink")
 
 # Every insert of the sink: the token decides (not the data hash, which default columns such as
-# ingested_at = now64() would change), and the views' targets deduplicate with their source.
-DEDUP_SETTINGS = {"insert_deduplicate": 1, "deduplicate_blocks_in_dependent_materialized_views": 1}
+# ingested_at = now64() would change), and the views' targets deduplicate with their source. The
+# insert is synchronous: the offset is committed after it, and chDB 4.4 defaults async_insert to 1.
+DEDUP_SETTINGS = {
+    "insert_deduplicate": 1,
+    "deduplicate_blocks_in_dependent_materialized_views": 1,
+    "async_insert": 0,
+}
+# Topics whose records the engine decodes and explodes itself (sql/017): topic key -> table fed.
+# Measured (bench/backfill.py, 10.6 MB AIX nmon file, 1.49 M values): fastavro decode 2.0 s,
+# one Python list per value 2.9 s, clickhouse-connect's Native encoding 5.3 s, the engine 1.7 s;
+# the engine reading the Avro itself about 1 s in all.
+ENGINE_DECODED = {"nmon_snapshots": "nmon_snapshots_in"}
+# An engine-decoded batch is also cut at this many bytes of Avro: one insert's input is one block
+# in the engine (so a broken message fails it before anything is written, sql/017), and ~500
+# snapshots per insert measured fastest (64: 2x slower, 1,870: 20 % slower).
+BATCH_BYTES = 8_000_000
+# Reading an engine-decoded batch: every message one row of one input block (a batch holds at
+# most batch_rows messages), and the ReplacingMergeTree rows are not merged while being inserted
+# (FINAL and background merges replace them; measured 20-30 % of the insert).
+ENGINE_INSERT_SETTINGS = {"max_insert_block_size": 10_000_000, "optimize_on_insert": 0}
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
 # Recorded ranges read from sink_batches at a time (a replay from far back reads them in pages).
@@ -89,17 +113,31 @@ class AvroDecoder:
     def __init__(self, fetch: SchemaFetcher) -> None:
         self._fetch = fetch
         self._schemas: dict[int, Schema] = {}
+        self._json: dict[int, bytes] = {}
 
-    def __call__(self, value: bytes | None) -> dict[str, Any]:
+    def schema_id(self, value: bytes | None) -> int:
+        """The schema id of a Confluent-framed message, its schema fetched (and cached)."""
         if value is None or len(value) < 5:
             size = 0 if value is None else len(value)
             raise UndecodableError(f"{size} bytes: shorter than the 5-byte Confluent header")
         if value[0] != 0:
             raise UndecodableError(f"magic byte {value[0]}, not 0: not Confluent-framed Avro")
         schema_id = int.from_bytes(value[1:5], "big")
-        schema = self._schemas.get(schema_id)
-        if schema is None:
-            schema = self._schemas[schema_id] = self._fetch(schema_id)
+        if schema_id not in self._schemas:
+            self._schemas[schema_id] = self._fetch(schema_id)
+        return schema_id
+
+    def schema_json(self, schema_id: int) -> bytes:
+        """The writer schema as Avro JSON, for the header of an object container (fastavro's parsed
+        form minus its own '__' keys)."""
+        text = self._json.get(schema_id)
+        if text is None:
+            text = self._json[schema_id] = json.dumps(_plain(self._schemas[schema_id])).encode()
+        return text
+
+    def __call__(self, value: bytes | None) -> dict[str, Any]:
+        schema_id = self.schema_id(value)
+        schema = self._schemas[schema_id]
         try:
             record = schemaless_reader(io.BytesIO(value[5:]), schema, None)
         except Exception as exc:  # noqa: BLE001 - whatever fastavro raises on a broken body
@@ -107,6 +145,40 @@ class AvroDecoder:
         if not isinstance(record, dict):
             raise UndecodableError(f"schema id {schema_id} decodes to {type(record).__name__}, not a record")
         return record
+
+
+def _plain(schema: Any) -> Any:  # noqa: ANN401 - a JSON value
+    if isinstance(schema, dict):
+        return {k: _plain(v) for k, v in schema.items() if not k.startswith("__")}
+    if isinstance(schema, list):
+        return [_plain(v) for v in schema]
+    return schema
+
+
+def _varint(n: int) -> bytes:
+    """Avro long (zig-zag, base-128 little-endian) of a non-negative n."""
+    n <<= 1
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def object_container(schema_json: bytes, bodies: list[bytes]) -> bytes:
+    """Avro object container (Avro 1.11 spec, "Object Container Files"): header with the writer
+    schema and codec null, then one block per body (count 1, size, body, sync marker). One block
+    per message bounds each body as the message did: a short or overlong body cannot take bytes of
+    its neighbour, the reader checks the sync marker after every block."""
+    sync = hashlib.md5(schema_json).digest()  # noqa: S324 - a marker, not security; fixed per schema
+    meta = {b"avro.schema": schema_json, b"avro.codec": b"null"}
+    header = b"".join(
+        [b"Obj\x01", _varint(len(meta))]
+        + [_varint(len(k)) + k + _varint(len(v)) + v for k, v in meta.items()]
+        + [b"\x00", sync]
+    )
+    return header + b"".join(b"\x02" + _varint(len(body)) + body + sync for body in bodies)
 
 
 @dataclass
@@ -122,6 +194,9 @@ class Batch:
     messages: int = 0
     row_count: int = 0
     rows: dict[str, list[list[Any]]] = field(default_factory=lambda: defaultdict(list))
+    # messages the engine decodes (ENGINE_DECODED): (table, schema id, message), in offset order
+    engine: list[tuple[str, int, Any]] = field(default_factory=list)
+    engine_bytes: int = 0
 
     @property
     def last(self) -> int:
@@ -139,12 +214,21 @@ class _Plan:
 
 
 class Sink:
-    def __init__(self, settings: Settings, ch: Client, fetch: SchemaFetcher | None = None) -> None:
+    def __init__(
+        self, settings: Settings, ch: Client, fetch: SchemaFetcher | None = None, engine_decode: bool = True
+    ) -> None:
+        """`engine_decode=False` decodes every topic in Python as before sql/017 (bench/backfill.py
+        measures both in one run)."""
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
         self.mapper = RowMapper(settings)
         self.columns = self.mapper.columns
+        self.engine_tables: dict[str, str] = {}
+        if engine_decode:
+            self.engine_tables = {
+                t.name: ENGINE_DECODED[t.key] for t in settings.topics.values() if t.key in ENGINE_DECODED
+            }
         self.decode = AvroDecoder(fetch or registry_fetcher(settings))
         self.batch_rows = int(settings["warehouse"]["batch_rows"])
         self.batch_seconds = float(settings["warehouse"]["batch_seconds"])
@@ -259,7 +343,7 @@ class Sink:
         if batch.recorded_last is not None:
             if offset >= batch.recorded_last:
                 self._flush(consumer, batch)
-        elif batch.messages >= self.batch_rows or batch.row_count >= self.batch_rows:
+        elif max(batch.messages, batch.row_count) >= self.batch_rows or batch.engine_bytes >= BATCH_BYTES:
             self._flush(consumer, batch)
 
     def flush_due(self, consumer: Any, force: bool = False) -> None:  # noqa: ANN401
@@ -292,6 +376,20 @@ class Sink:
     def _decode_into(self, msg: Any, batch: Batch) -> None:  # noqa: ANN401
         """Rows of one message, or its dead letter. TransientError raises through (nothing committed)."""
         topic, offset = msg.topic(), msg.offset()
+        table = self.engine_tables.get(topic)
+        if table is not None:  # the engine decodes it at the flush; here only its header and schema
+            try:
+                schema_id = self.decode.schema_id(msg.value())
+            except UndecodableError as exc:
+                self.undecodable += 1
+                batch.rows["dead_letters"].append(self._dead_letter(msg, str(exc)))
+            else:
+                batch.engine.append((table, schema_id, msg))
+                batch.engine_bytes += len(msg.value())
+            batch.messages += 1
+            batch.row_count += 1
+            batch.last_seen = offset
+            return
         try:
             record = self.decode(msg.value())
             try:
@@ -343,7 +441,10 @@ class Sink:
             self.replayed_batches += 1
         settings = {**DEDUP_SETTINGS, "insert_deduplication_token": batch.token}
         try:
-            for table in sorted(batch.rows):  # a fixed order: a replay repeats the same inserts
+            # a fixed order, a replay repeats the same inserts: the engine-decoded messages first,
+            # since a broken one among them adds a dead letter to the batch's rows
+            self._insert_engine_decoded(batch)
+            for table in sorted(batch.rows):
                 self.ch.insert(table, batch.rows[table], column_names=self.columns[table], settings=settings)
         except Exception:
             self.insert_errors += 1
@@ -351,9 +452,59 @@ class Sink:
         consumer.commit(offsets=[TopicPartition(batch.topic, batch.partition, batch.last_seen + 1)], asynchronous=False)
         for table, rows in batch.rows.items():
             self.rows_written[table] += len(rows)
+        for table, _schema_id, _msg in batch.engine:
+            self.rows_written[table] += 1
         self.batches += 1
         self._pending.pop(key, None)
         self._backoff = BACKOFF_FIRST_S
+
+    def _insert_engine_decoded(self, batch: Batch) -> None:
+        """One object container per (table, schema id) of the batch, inserted with the batch's token
+        and the schema id (a fixed token whatever else the batch holds). If an insert fails, each
+        message is decoded here: the broken ones become dead letters and the rest is inserted; if
+        none is broken, the failure was the engine's and raises (nothing committed, retried)."""
+        if not batch.engine:
+            return
+        try:
+            self._insert_containers(batch)
+        except Exception:
+            broken = self._broken_messages(batch)
+            if not broken:
+                raise
+            log.warning("sink: %d undecodable message(s) in %s: dead letters", len(broken), batch.token)
+            for msg, reason in broken.values():
+                self.undecodable += 1
+                batch.rows["dead_letters"].append(self._dead_letter(msg, reason))
+            batch.engine = [e for e in batch.engine if e[2].offset() not in broken]
+            self._insert_containers(batch)
+
+    def _insert_containers(self, batch: Batch) -> None:
+        groups: dict[tuple[str, int], list[bytes]] = {}
+        for table, schema_id, msg in batch.engine:
+            groups.setdefault((table, schema_id), []).append(msg.value()[5:])
+        for (table, schema_id), bodies in groups.items():
+            settings = {
+                **DEDUP_SETTINGS,
+                **ENGINE_INSERT_SETTINGS,
+                "insert_deduplication_token": f"{batch.token}@{schema_id}",
+            }
+            data = object_container(self.decode.schema_json(schema_id), bodies)
+            self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
+
+    def _broken_messages(self, batch: Batch) -> dict[int, tuple[Any, str]]:
+        """offset -> (message, reason) of the engine-decoded messages that do not decode or make no
+        row, as the Python path judges them (TransientError raises through)."""
+        broken = {}
+        for _table, _schema_id, msg in batch.engine:
+            try:
+                record = self.decode(msg.value())
+                try:
+                    list(self.mapper.rows(msg.topic(), record, msg.partition(), msg.offset()))
+                except Exception as exc:  # noqa: BLE001 - a record that decodes but makes no row
+                    raise UndecodableError(f"decoded but makes no row: {exc!r}") from exc
+            except UndecodableError as exc:
+                broken[msg.offset()] = (msg, str(exc))
+        return broken
 
     def _update_lag(self, consumer: Consumer) -> None:
         lag = {}
