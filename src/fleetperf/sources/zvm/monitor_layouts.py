@@ -224,7 +224,7 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
                 "u4",
                 "SYTASG_CAL90FUL",
                 True,
-                ("4.3", "5.3", "6.1", "7.1", "7.3", "7.4"),
+                ("4.3", "5.3", "6.1", "6.2", "7.1", "7.3", "7.4"),
                 f"{VM}/mon740/MRSYTASG.HTML",
                 note="Number of times available paging slots were 90 percent full (a count, not a %)",
             ),
@@ -250,11 +250,12 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
                 " SYTASG_CALSLTA1G, offset not found)",
             ),
         ),
-        {"4.3": 84, "5.3": 84, "6.1": 84, "7.1": 108, "7.3": 112, "7.4": 112},
+        {"4.3": 84, "5.3": 84, "6.1": 84, "6.2": 84, "7.1": 108, "7.3": 112, "7.4": 112},
         (
             f"{VM}/mon430/MRSYTASG.HTML",
             f"{VM}/mon530/MRSYTASG.HTML",
             f"{VM}/mon610/MRSYTASG.HTML",
+            f"{VM}/mon620/MRSYTASG.HTML",
             f"{VM}/mon710/MRSYTASG.HTML",
             f"{SUPPORT}/mon730/mrsytasg.html",
             f"{VM}/mon740/MRSYTASG.HTML",
@@ -271,7 +272,7 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
                 "u4",
                 "SYTUSR_SYSUSRS",
                 True,
-                ("6.1", "6.4", "7.5"),
+                ("4.3", "6.1", "6.4", "7.5"),
                 f"{VM}/mon640/MRSYTUSR.HTML",
                 note="Cardinal count of current logged-on users",
             ),
@@ -281,13 +282,18 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
                 "u4",
                 "SYTUSR_SRMCDORM",
                 True,
-                ("6.4", "7.5"),
+                ("4.3", "6.4", "7.5"),
                 f"{VM}/mon640/MRSYTUSR.HTML",
                 note="Cardinal count of VMDBKs now in the dormant list",
             ),
         ),
-        {"6.1": 100, "6.4": 108, "7.5": 108},
-        (f"{VM}/mon610/MRSYTUSR.HTML", f"{VM}/mon640/MRSYTUSR.HTML", f"{SUPPORT}/mon750/mrsytusr.html"),
+        {"4.3": 100, "6.1": 100, "6.4": 108, "7.5": 108},
+        (
+            f"{VM}/mon430/MRSYTUSR.HTML",
+            f"{VM}/mon610/MRSYTUSR.HTML",
+            f"{VM}/mon640/MRSYTUSR.HTML",
+            f"{SUPPORT}/mon750/mrsytusr.html",
+        ),
     ),  # fmt: skip
     (0, 10): _r(
         0,
@@ -305,8 +311,8 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
                 note="Cardinal count of users in the dispatch list",
             ),
         ),
-        {"7.1": 156},
-        (f"{VM}/mon710/MRSYTSCG.HTML",),
+        {"4.4": 140, "7.1": 156},
+        (f"{VM}/mon440/MRSYTSCG.HTML", f"{VM}/mon710/MRSYTSCG.HTML"),
         variable=True,
     ),  # fmt: skip
     # Domain 4, User
@@ -333,11 +339,13 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
         2,
         "MRUSELOF",  # logoff event; from 6.2 one per virtual CPU active at logoff plus the base
         (
-            Field("userid", 20, "ebcdic8", "USELOF_VMDUSER", True, ("4.3", "6.2"), f"{VM}/mon620/MRUSELOF.HTML"),
-            Field("vcpu_address", 28, "u2", "USELOF_VMDCPUAD", True, ("4.3", "6.2"), f"{VM}/mon620/MRUSELOF.HTML"),
+            Field("userid", 20, "ebcdic8", "USELOF_VMDUSER", True, ("4.3", "5.4", "6.2"), f"{VM}/mon620/MRUSELOF.HTML"),
+            Field(
+                "vcpu_address", 28, "u2", "USELOF_VMDCPUAD", True, ("4.3", "5.4", "6.2"), f"{VM}/mon620/MRUSELOF.HTML"
+            ),
         ),
-        {"4.3": 284, "6.2": 496},
-        (f"{VM}/mon430/MRUSELOF.HTML", f"{VM}/mon620/MRUSELOF.HTML"),
+        {"4.3": 284, "5.4": 444, "6.2": 496},
+        (f"{VM}/mon430/MRUSELOF.HTML", f"{VM}/mon540/MRUSELOF.HTML", f"{VM}/mon620/MRUSELOF.HTML"),
     ),  # fmt: skip
     (4, 3): _r(
         4,
@@ -348,6 +356,9 @@ LAYOUTS: dict[tuple[int, int], RecordLayout] = {
             Field("vcpu_address", 28, "u2", "USEACT_VMDCPUAD", True, ("6.1", "6.2"), f"{VM}/mon620/MRUSEACT.HTML"),
             # IBM's 6.2 rows: 30 VMDMODE (1), 31 CALMODE (1), 32 VMDSLIST (1); the rows after 32 were not read.
             # 36/44: zpmd's 5.3 MRUSELOF (same 20-32 prefix, then VMDELIST 33, CALFLAG1 34, VMDSTYPE 35) packed.
+            # Still unconfirmed after a second search (2026-11-25, /work/notes/zvm_layouts.md section 9): every
+            # stored copy of IBM's MRUSEACT page (mon610-mon730, both hosts) is cut before offset 33, and no
+            # public repository holds IBM's table. Kept off by default (`--zvm-unverified`), never published.
             Field(
                 "total_cpu_time",
                 36,
