@@ -1,0 +1,296 @@
+"""nmon snapshots decoded by the engine (issue 24 goal 1, sql/017) keep every guarantee of the sink.
+
+The sink hands the Avro bodies of nmon snapshots to chDB as an object container and sql/017's
+views explode them. The expected rows are written out here from the records this test encodes
+(not through the sink's RowMapper); the Python path (engine_decode=False) is run beside it as a
+second check. Durability: replayed ranges, a failed insert, a crash between the engine insert and
+the dead letters, and broken messages among good ones (nothing of a broken message is stored).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastavro import parse_schema, reader, schemaless_writer
+
+from fleetperf import config
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.warehouse.sink import Sink, TransientError, UndecodableError, object_container
+from tests.conftest import embedded_settings
+from tests.unit.test_sink_durability import Consumer, FailingInserts, Msg
+
+TOPIC = "fleetperf.nmon-snapshots.v1"
+T0 = datetime(2026, 3, 31, 23, 58, tzinfo=UTC)  # snapshots cross a month: two parts per insert
+SCHEMA = json.loads(config.load({}).topic("nmon_snapshots").schema_text())
+# A later version of the schema with one more field (BACKWARD compatible): the engine skips it.
+SCHEMA_V2 = {**SCHEMA, "fields": [*SCHEMA["fields"], {"name": "note", "type": "string", "default": ""}]}
+IDS = {21: parse_schema(SCHEMA), 22: parse_schema(SCHEMA_V2)}
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, schema_id: int) -> Any:  # noqa: ANN401
+        if self.down:
+            raise TransientError("registry unreachable (test)")
+        if schema_id not in IDS:
+            raise UndecodableError(f"schema id {schema_id} is unknown to the registry (404)")
+        return IDS[schema_id]
+
+
+def snapshot(i: int, host: str = "lpar7", broken: bool = False) -> dict[str, Any]:
+    rows = [
+        # host-wide: one entity for all values, a metric per value, an empty cell
+        {
+            "section": "CPU_ALL",
+            "entities": [""],
+            "metrics": ["User%", "Sys%", "Idle%"],
+            "values": [10.0 + i, 2.5, None],
+        },
+        # columns are entities: one metric (the section) for all values
+        {"section": "DISKBUSY", "entities": ["hdisk0", "hdisk1"], "metrics": ["DISKBUSY"], "values": [1.0, 2.0 * i]},
+        # a process: one entity, text columns as labels
+        {
+            "section": "TOP",
+            "entities": [f"{100 + i} ksh"],
+            "metrics": ["%CPU", "ResText"],
+            "values": [0.5, 100.0],
+            "labels": {"Command": "ksh", "WLMclass": "Unclassified"},
+        },
+    ]
+    if broken:  # two entities for three values: neither one name nor one per value
+        rows.append(
+            {
+                "section": "NET",
+                "entities": ["en0", "en1"],
+                "metrics": ["a", "b", "c"],
+                "values": [1.0, 2.0, 3.0],
+                "labels": {"Command": "broken"},
+            }
+        )
+    return {
+        "host_id": host,
+        "hostname": host,
+        "ts": T0 + timedelta(minutes=i),
+        "interval_s": 60.0,
+        "origin_file": "/perf/lpar7.nmon",
+        "origin_snapshot": f"T{i:04d}",
+        "rows": [{"labels": {}, **r} for r in rows],
+        **({"note": "v2"} if i % 2 else {}),
+    }
+
+
+def frame(record: dict[str, Any], schema_id: int = 21) -> bytes:
+    buf = io.BytesIO()
+    buf.write(b"\0" + schema_id.to_bytes(4, "big"))
+    schemaless_writer(buf, IDS[schema_id], record)
+    return buf.getvalue()
+
+
+def expected_values(indices: list[int]) -> list[tuple]:
+    """Written out from snapshot(): 3 CPU_ALL + 2 DISKBUSY + 2 TOP values per snapshot."""
+    out = []
+    for i in indices:
+        ts = (T0 + timedelta(minutes=i)).replace(tzinfo=None)
+        out += [
+            ("lpar7", ts, "CPU_ALL", "", "User%", 10.0 + i),
+            ("lpar7", ts, "CPU_ALL", "", "Sys%", 2.5),
+            ("lpar7", ts, "CPU_ALL", "", "Idle%", None),
+            ("lpar7", ts, "DISKBUSY", "hdisk0", "DISKBUSY", 1.0),
+            ("lpar7", ts, "DISKBUSY", "hdisk1", "DISKBUSY", 2.0 * i),
+            ("lpar7", ts, "TOP", f"{100 + i} ksh", "%CPU", 0.5),
+            ("lpar7", ts, "TOP", f"{100 + i} ksh", "ResText", 100.0),
+        ]
+    return sorted(out, key=repr)
+
+
+def expected_labels(indices: list[int]) -> list[tuple]:
+    out = []
+    for i in indices:
+        ts = (T0 + timedelta(minutes=i)).replace(tzinfo=None)
+        out += [
+            ("lpar7", ts, "TOP", f"{100 + i} ksh", "Command", "ksh"),
+            ("lpar7", ts, "TOP", f"{100 + i} ksh", "WLMclass", "Unclassified"),
+        ]
+    return sorted(out, key=repr)
+
+
+def stored(ch: Any, final: bool = True) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN401
+    f = " FINAL" if final else ""
+    values = ch.query(f"SELECT host_id, ts, section, entity, metric, value FROM nmon_values{f}").result_rows
+    labels = ch.query(f"SELECT host_id, ts, section, entity, label, text FROM nmon_labels{f}").result_rows
+    return sorted(values, key=repr), sorted(labels, key=repr)
+
+
+@pytest.fixture
+def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
+    database = "sinkeng_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
+    yield settings, ch
+    ch.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+def _sink(settings: config.Settings, ch: Any, batch_rows: int = 50000, engine: bool = True) -> Sink:  # noqa: ANN401
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=engine)
+    sink.batch_rows = batch_rows
+    sink.batch_seconds = 3600.0  # cut by size only
+    return sink
+
+
+def _feed(sink: Sink, consumer: Consumer, msgs: list[Msg], chunk: int) -> None:
+    for i in range(0, len(msgs), chunk):
+        for m in msgs[i : i + chunk]:
+            sink.add(consumer, m)
+        sink.flush_due(consumer)
+    sink.flush_due(consumer, force=True)
+
+
+class FailingRawInserts(FailingInserts):
+    """Fails the first engine (raw) insert into `table`, as a ClickHouse outage would."""
+
+    def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        if table == self._table:
+            self._table = ""
+            raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
+        return self._ch.raw_insert(table, *args, **kwargs)
+
+
+def test_the_object_container_is_read_by_an_independent_avro_reader() -> None:
+    records = [snapshot(i) for i in range(3)]
+    bodies = [frame(r)[5:] for r in records]
+    data = object_container(json.dumps(SCHEMA).encode(), bodies)
+    read = list(reader(io.BytesIO(data)))
+    assert [r["origin_snapshot"] for r in read] == ["T0000", "T0001", "T0002"]
+    assert read[2]["rows"][1]["values"] == [1.0, 4.0]
+
+
+def test_engine_decoded_snapshots_make_exactly_the_rows_of_the_records(warehouse: Any) -> None:
+    settings, ch = warehouse
+    # two schema versions interleaved in one batch: one container per schema id
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i), 22 if i % 2 else 21)) for i in range(6)]
+    consumer = Consumer()
+    sink = _sink(settings, ch, batch_rows=4)
+    _feed(sink, consumer, msgs, chunk=3)
+    assert consumer.committed == {(TOPIC, 0): 6}
+    assert sink.rows_written == {"nmon_snapshots_in": 6} and sink.undecodable == 0
+    assert stored(ch) == (expected_values(list(range(6))), expected_labels(list(range(6))))
+    assert stored(ch, final=False) == stored(ch)  # no key twice: nothing for FINAL to hide
+
+    # the Python path (before sql/017) into the same tables after a truncate: the same rows
+    for table in ("nmon_values", "nmon_labels", "sink_batches"):
+        ch.command(f"TRUNCATE TABLE {table}")
+    _feed(_sink(settings, ch, engine=False), Consumer(), msgs, chunk=3)
+    assert stored(ch) == (expected_values(list(range(6))), expected_labels(list(range(6))))
+
+
+def test_a_replayed_range_of_snapshots_adds_no_row(warehouse: Any) -> None:
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 1, i, frame(snapshot(i))) for i in range(10)]
+    _feed(_sink(settings, ch, batch_rows=4), Consumer(), msgs, chunk=5)
+    once = stored(ch, final=False)
+    assert once == (expected_values(list(range(10))), expected_labels(list(range(10))))
+    # the group's offsets reset: other consume() sizes, the recorded ranges cut the same batches
+    replay = _sink(settings, ch, batch_rows=1000)
+    _feed(replay, Consumer(), msgs, chunk=3)
+    assert replay.replayed_batches == 3
+    assert stored(ch, final=False) == once  # the raw tables: not one row more, merged or not
+    # control: without the recorded ranges the replay is cut otherwise and its blocks are new
+    ch.command("TRUNCATE TABLE sink_batches")
+    _feed(_sink(settings, ch, batch_rows=1000), Consumer(), msgs, chunk=3)
+    assert len(stored(ch, final=False)[0]) == 2 * len(once[0])
+
+
+def test_broken_snapshots_are_dead_letters_and_leave_no_value_or_label(warehouse: Any) -> None:
+    settings, ch = warehouse
+    good = {i: frame(snapshot(i)) for i in (1, 2, 4, 6, 7)}
+    truncated = frame(snapshot(3))
+    bad = {
+        0: frame(snapshot(0, broken=True)),  # decodes, makes no row: first of the batch
+        3: truncated[: len(truncated) // 2],  # Avro body that does not read
+        5: b"\0\0\0\0\x63" + good[4][5:],  # schema id 99: 404
+        8: frame(snapshot(8, broken=True)),  # makes no row: last of the batch
+    }
+    values = {**good, **bad}
+    msgs = [Msg(TOPIC, 2, o, values[o], f"key{o}".encode()) for o in sorted(values)]
+    consumer = Consumer()
+    sink = _sink(settings, ch)
+    _feed(sink, consumer, msgs, chunk=20)
+    assert consumer.committed == {(TOPIC, 2): 9} and sink.undecodable == 4
+    assert stored(ch) == (expected_values(sorted(good)), expected_labels(sorted(good)))
+    assert ch.query("SELECT count() FROM nmon_labels WHERE text = 'broken'").result_rows == [(0,)]
+    rows = ch.query(
+        "SELECT kafka_offset, kafka_value_base64, kafka_key_base64, error FROM dead_letters FINAL ORDER BY kafka_offset"
+    ).result_rows
+    assert [r[0] for r in rows] == [0, 3, 5, 8]
+    for offset, value, key, _error in rows:
+        assert base64.b64decode(value) == bad[offset] and base64.b64decode(key) == f"key{offset}".encode()
+    errors = {r[0]: r[3] for r in rows}
+    assert "makes no row" in errors[0] and "makes no row" in errors[8]
+    assert "does not decode" in errors[3] and "(404)" in errors[5]
+
+
+def test_trailing_bytes_after_a_record_are_read_as_the_python_decoder_reads_them(warehouse: Any) -> None:
+    """fastavro's schemaless reader ignores bytes after the record; the engine must not reject
+    such a message either (else its batch would fail forever while Python finds nothing broken)."""
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 0, 0, frame(snapshot(0)) + b"\x00\x01junk"), Msg(TOPIC, 0, 1, frame(snapshot(1)))]
+    consumer = Consumer()
+    sink = _sink(settings, ch)
+    _feed(sink, consumer, msgs, chunk=5)
+    assert consumer.committed == {(TOPIC, 0): 2} and sink.undecodable == 0
+    assert stored(ch) == (expected_values([0, 1]), expected_labels([0, 1]))
+
+
+def test_a_failed_engine_insert_commits_nothing_and_dead_letters_nothing(warehouse: Any) -> None:
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(5)]
+    consumer = Consumer()
+    failing = _sink(settings, FailingRawInserts(ch, "nmon_snapshots_in"))
+    with pytest.raises(ConnectionError):
+        _feed(failing, consumer, msgs, chunk=5)
+    assert consumer.committed == {} and failing.undecodable == 0 and failing.insert_errors == 1
+    assert stored(ch) == ([], [])
+    _feed(_sink(settings, ch), consumer, msgs, chunk=5)
+    assert consumer.committed == {(TOPIC, 0): 5}
+    assert stored(ch) == (expected_values(list(range(5))), expected_labels(list(range(5))))
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
+
+
+def test_a_crash_after_the_engine_insert_of_a_batch_with_a_broken_message_doubles_nothing(warehouse: Any) -> None:
+    settings, ch = warehouse
+    values = [frame(snapshot(i, broken=i == 2)) for i in range(5)]
+    msgs = [Msg(TOPIC, 0, i, v) for i, v in enumerate(values)]
+    consumer = Consumer()
+    # the snapshots went in (without the broken one), then ClickHouse fails on dead_letters
+    crashing = _sink(settings, FailingInserts(ch, "dead_letters"))
+    with pytest.raises(ConnectionError):
+        _feed(crashing, consumer, msgs, chunk=5)
+    assert consumer.committed == {}
+    assert stored(ch) == (expected_values([0, 1, 3, 4]), expected_labels([0, 1, 3, 4]))
+    # the retry cuts the same range: the snapshots are dropped as duplicates, the dead letter is added
+    _feed(_sink(settings, ch, batch_rows=2), consumer, msgs, chunk=1)
+    assert consumer.committed == {(TOPIC, 0): 5}
+    assert stored(ch, final=False) == (expected_values([0, 1, 3, 4]), expected_labels([0, 1, 3, 4]))
+    assert ch.query("SELECT kafka_offset FROM dead_letters").result_rows == [(2,)]
+
+
+def test_a_registry_outage_holds_snapshots_without_dead_letters(warehouse: Any) -> None:
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(3)]
+    consumer = Consumer()
+    sink = _sink(settings, ch)
+    sink.decode._fetch.down = True  # noqa: SLF001 - the test's registry
+    with pytest.raises(TransientError):
+        _feed(sink, consumer, msgs, chunk=3)
+    assert consumer.committed == {} and sink.undecodable == 0
+    _feed(_sink(settings, ch), consumer, msgs, chunk=3)
+    assert stored(ch) == (expected_values([0, 1, 2]), expected_labels([0, 1, 2]))
