@@ -29,12 +29,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetperf.demo import monwrite, texts
 from fleetperf.demo.sadc import HZ, SadcWriter
 from fleetperf.demo.simulate import Fault, Host, write_fleet
 from fleetperf.sources.sysstat import layouts as sa
 from fleetperf.sources.zvm.monitor import unix_us_to_tod
+
+if TYPE_CHECKING:
+    from fleetperf.config import Settings
+    from fleetperf.ingest.publish import Summary
+    from fleetperf.kafka_avro import AvroProducer
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,8 @@ def _sadc(fleet: Fleet, start: datetime, end: datetime, interval: int, rng: rand
             path = folder / f"sa{day_start:%Y%m%d}"
             path.write_bytes(writer.data())
             files.append(path)
-        fleet.batches.append(Batch(f"sadc {name}", tuple(files)))
+        # --host-id names the bond's host; the sadc files name theirs (nodename): one command reads both
+        fleet.batches.append(Batch(f"sadc {name}", tuple(files), (("host_id", name), ("hostname", name))))
         bond = folder / "bond0"
         bond.write_text(texts.proc_bonding(list(net)))
         fleet.batches.append(Batch(f"bonding {name}", (bond,), (("host_id", name), ("hostname", name))))
@@ -497,3 +504,52 @@ def _inventory(out: Path) -> Path:
     path = out / "inventory.toml"
     path.write_text("\n".join(lines))
     return path
+
+
+# --------------------------------------------------------------------------- reading it in
+
+
+def _flags(options: tuple[tuple[str, object], ...]) -> str:
+    out = []
+    for key, value in options:
+        flag = "--" + key.replace("_", "-")
+        out.append(flag if value is True else f"{flag} {value}")
+    return " ".join(out)
+
+
+def ingest_commands(fleet: Fleet) -> list[str]:
+    """The commands that read the fleet in: a folder per set of options (a host's AIX command
+    captures need its identity, z/VM data its system), then the inventory."""
+    roots: dict[Path, tuple[tuple[str, object], ...]] = {}
+    for batch in fleet.batches:
+        root = Path(os.path.commonpath(batch.paths)) if len(batch.paths) > 1 else batch.paths[0].parent
+        if not any(r in root.parents and o == batch.options for r, o in roots.items()):
+            roots[root] = batch.options
+    lines = [f"./fleetperf ingest {root} {_flags(options)}".rstrip() for root, options in roots.items()]
+    if fleet.inventory is not None:
+        lines.append(f"./fleetperf inventory {fleet.inventory}")
+    return lines
+
+
+def ingest_fleet(settings: Settings, fleet: Fleet, progress: bool = True,
+                 producer: AvroProducer | None = None) -> Summary:  # fmt: skip
+    """Publishes every batch with its options, then the inventory; one summary of all."""
+    from fleetperf.ingest.aggregations import inventory_records
+    from fleetperf.ingest.publish import Summary, ingest, source_options
+    from fleetperf.kafka_avro import AvroProducer
+
+    producer = producer or AvroProducer(settings)
+    total = Summary()
+    for batch in fleet.batches:
+        part = ingest(settings, [str(p) for p in batch.paths], UTC, progress=progress, producer=producer,
+                      options=source_options(**batch.kwargs()))  # fmt: skip
+        for name in ("files", "skipped", "failed", "snapshots", "records", "values", "errors", "bytes", "seconds"):
+            setattr(total, name, getattr(total, name) + getattr(part, name))
+        total.samples.update(part.samples)
+        total.error_lines += part.error_lines
+        total.failed_files += part.failed_files
+    if fleet.inventory is not None:
+        for emitted in inventory_records(fleet.inventory):
+            producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+    producer.flush()
+    return total
