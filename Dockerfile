@@ -1,13 +1,20 @@
-# fleetperf's Python parts (CLI, collectors, warehouse: sink + Superset) for docker-compose.yml (draft).
+# fleetperf's Python parts (CLI, collectors, warehouse: sink + SQL endpoint + Superset), for
+# docker-compose.yml and the testcontainers provider (tests/providers/containers.py).
+#
+# The base images are arguments (config/images.toml): the official python:3.11-slim and
+# rust:1-slim-bookworm by default; docker/build-images.sh passes the images it builds from Debian's
+# packages where no image registry is reachable (FLEETPERF_IMAGES=local).
+ARG PYTHON_IMAGE=python:3.11-slim
+ARG RUST_IMAGE=rust:1-slim-bookworm
 
 # the native nmon scanner (src/fleetperf/sources/nmon/native), built as an abi3 wheel for Python >= 3.11
-FROM rust:1-slim-bookworm AS nmon-scan
+FROM ${RUST_IMAGE} AS nmon-scan
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv \
     && python3 -m venv /build && /build/bin/pip install --no-cache-dir "maturin>=1.7,<2"
 COPY src/fleetperf/sources/nmon/native /src
 RUN /build/bin/maturin build --release --manifest-path /src/Cargo.toml --out /wheels
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 WORKDIR /app
 COPY requirements/ requirements/
 RUN python -m venv .venv && .venv/bin/pip install --no-cache-dir \

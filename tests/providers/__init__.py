@@ -1,8 +1,10 @@
 """Where the integration tests get their real services from.
 
 - native (default here): the project's own local stack (stack/local.py) on free ports in a temp state dir.
-- containers: official images through testcontainers where a Docker engine answers
-  (FLEETPERF_TEST_SERVICES=containers, or auto when `docker info` works).
+- containers: the same services as containers through testcontainers (tests/providers/containers.py),
+  chosen with FLEETPERF_SERVICES=containers (FLEETPERF_TEST_SERVICES is the older name). Never
+  chosen by itself, even where an engine answers: the default test command stays Docker-free.
+  Images: config/images.toml, FLEETPERF_IMAGES=official (default) or local (docker/build-images.sh).
 Both hand the tests the same thing: a Settings object pointing at running services.
 """
 
@@ -47,9 +49,21 @@ def _env_overrides(state_dir: Path) -> dict[str, str]:
     }
 
 
+def services_kind() -> str:
+    kind = os.environ.get("FLEETPERF_SERVICES") or os.environ.get("FLEETPERF_TEST_SERVICES") or "native"
+    if kind not in ("native", "containers"):
+        raise RuntimeError(f"FLEETPERF_SERVICES={kind!r}: choose native (default) or containers")
+    return kind
+
+
 @contextmanager
 def services(state_dir: Path) -> Iterator[config.Settings]:
-    kind = os.environ.get("FLEETPERF_TEST_SERVICES") or ("containers" if docker_available() else "native")
+    kind = services_kind()
+    if kind == "containers" and not docker_available():
+        raise RuntimeError(
+            "FLEETPERF_SERVICES=containers but no Docker engine answers `docker info` "
+            "(docker/dockerd.sh start, then export DOCKER_HOST as it prints; docs/docker.md)"
+        )
     overrides = _env_overrides(state_dir)
     saved = {k: os.environ.get(k) for k in overrides}
     os.environ.update(overrides)  # child processes (warehouse, job) read the same settings
