@@ -1,14 +1,16 @@
-"""Every dashboard of dashboards/spec.py opened in headless Chromium on the real stack: provisioned
-by the warehouse start, all charts render without error and with data. Screenshots and load
-times (cold = first open, warm = second) go to <state>/test-artifacts/dashboards/; with
-FLEETPERF_UPDATE_SCREENSHOTS=1 the screenshots also replace docs/screenshots/ (the README's)."""
+"""Every dashboard of dashboards/spec.py opened in headless Chromium on the real stack, loaded with the
+demo's fleet (every source, every platform's faults): provisioned by the warehouse start, all charts
+render without error and each shows visible marks (coloured pixels of its series, table rows, a
+number). Screenshots and load times (cold = first open, warm = second) go to
+<state>/test-artifacts/dashboards/; with FLEETPERF_UPDATE_SCREENSHOTS=1 the screenshots also replace
+docs/screenshots/ (the README's)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,19 +18,13 @@ import pytest
 from fleetperf.cli.sql_client import wait_stable
 from fleetperf.config import REPO_ROOT, Settings
 from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
-from fleetperf.demo.simulate import Fault, simulate
-from fleetperf.ingest.identity import HostIdentity
-from fleetperf.ingest.publish import ingest
-from fleetperf.kafka_avro import AvroProducer
-from fleetperf.sources.aix.collect import from_file
-from fleetperf.sources.perfkit.records import Options, records_of_file
+from fleetperf.demo.fleet import ingest_fleet, simulate_fleet
 from fleetperf.stack.install import browser
 from fleetperf.warehouse.credentials import superset_admin_password
-from tests.golden import HPMSTAT_BEFORE_LSA
-from tests.integration.test_aix_ingest import _etherchannel_capture
-from tests.unit.test_perfkit import DATA
 
 pytestmark = pytest.mark.integration
+
+DAYS = 3  # enough for daily trends and a capacity forecast with its band; the demo itself has 14
 
 _BROKEN = (
     "No results were returned",
@@ -52,81 +48,59 @@ return Array.from(document.querySelectorAll('.dashboard-component-chart-holder')
 """
 
 
+# per chart holder: [sampled coloured canvas pixels, table body rows, text]. A series is drawn in the
+# palette's colours; axes, grid lines and labels are grey: a chart whose only mark is a line through one
+# point without a marker, or an empty axis, has no coloured pixel. Every 4th pixel is looked at.
+_MARKS = """
+return Array.from(document.querySelectorAll('.dashboard-component-chart-holder')).map(h => {
+  let coloured = 0;
+  for (const c of h.querySelectorAll('canvas')) {
+    let data;
+    try { data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; } catch (e) { continue; }
+    for (let i = 0; i < data.length; i += 16) {
+      const r = data[i], g = data[i + 1], b = data[i + 2];
+      if (data[i + 3] > 128 && Math.max(r, g, b) - Math.min(r, g, b) > 40) coloured++;
+    }
+  }
+  const rows = Array.from(h.querySelectorAll('tbody tr')).filter(r => r.innerText.trim() !== '').length;
+  return [coloured, rows, h.innerText];
+});
+"""
+MIN_COLOURED = 25  # sampled pixels: a 2-pixel line across a third of a chart has hundreds
+
+
+def _invisible(board_keys: list[str], marks: list) -> list[str]:
+    """Charts that show no visible mark: no coloured pixel drawn, an empty table, a big number without one."""
+    out = []
+    for key, (coloured, rows, text) in zip(board_keys, marks, strict=True):
+        viz = CHARTS[key].viz
+        if viz == "table":
+            ok = rows > 0
+        elif viz == "big_number":
+            ok = any(ch.isdigit() for ch in text)
+        else:
+            ok = coloured >= MIN_COLOURED
+        if not ok:
+            out.append(f"{CHARTS[key].title} ({viz}): coloured pixels {coloured}, rows {rows}, text {text[:120]!r}")
+    return out
+
+
 def _load_fleet(stack: Settings, tmp: Path) -> None:
-    now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
-    start = now - timedelta(hours=2)
-    faults = (
-        Fault("linux000", start + timedelta(minutes=30), 30, steal=30.0),  # closes
-        Fault("linux001", start + timedelta(minutes=90), 60, steal=25.0),  # still open at the end
-    )
-    files = simulate(tmp / "fleet", 6, start, timedelta(hours=2), 60, 11, faults)
-    assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
-
-    producer = AvroProducer(stack)
-    hpm = tmp / "hpmstat.txt"
-    hpm.write_text(HPMSTAT_BEFORE_LSA)
-    aix = HostIdentity("02DASH1-3", "aixdash")
-    ts = int((now - timedelta(minutes=20)).replace(tzinfo=UTC).timestamp() * 1000)
-    records = list(from_file("hpmstat", hpm, aix, ts))
-    vios = HostIdentity("VIOSDASH-1", "viosdash")
-    ports = {"ent0": (1000, 2000), "ent1": (5000, 9000), "ent4": (7000, 1000)}
-    for n, factor in enumerate((1, 40)):
-        capture = tmp / f"entstat_{n}.txt"
-        capture.write_text(_etherchannel_capture({p: (tx * factor, rx * factor) for p, (tx, rx) in ports.items()}))
-        records += from_file("entstat", capture, vios, ts + n * 60_000)
-    yesterday = date.today() - timedelta(days=1)
-    for name, system in (
-        ("fcx112_user.txt", "VMLINUX7"),
-        ("fcx162_userlog.txt", "VMLINUX7"),
-        ("fcx225_syssumlog.txt", "VMLINUX7"),
-        ("fcx126_lpar.txt", None),
-    ):
-        options = Options(system=system, day=yesterday, at=datetime.strptime("11:40:01", "%H:%M:%S").time())
-        records += [e for e in records_of_file(DATA / name, options) if e.topic_key != "dead_letters"]
-    for e in records:
-        producer.send(e.topic_key, e.record, key=e.key)
-    for record in _capacity_history(now):
-        producer.send("derived_metrics", record, key=record["entity_id"])
-    producer.flush()
-
-
-def _capacity_history(now: datetime) -> list[dict]:
-    """Seven months of hourly physc windows of three LPARs with growing load, as a Flink job on an
-    earlier system would have written them: the capacity charts need months, a test has minutes."""
-    import math
-    import random
-
-    noise = random.Random(5)
-    records = []
-    first = now.replace(minute=0) - timedelta(days=210)
-    emitted = int(now.replace(tzinfo=UTC).timestamp() * 1000)
-    for lpar, base in ((1, 2.0), (2, 3.0), (3, 1.2)):
-        for hour in range(0, 210 * 24, 3):
-            start = first + timedelta(hours=hour)
-            grow = 1 + hour / (210 * 24) * 0.6
-            daily = 0.8 + 0.4 * math.sin((start.hour - 8) / 24 * 2 * math.pi)
-            value = base * grow * daily * noise.uniform(0.85, 1.15)
-            ms = int(start.replace(tzinfo=UTC).timestamp() * 1000)
-            records.append(
-                {
-                    "entity_id": f"HIST-LPAR-{lpar}",
-                    "entity_name": f"histlpar{lpar}",
-                    "metric": "physc",
-                    "window_start": ms,
-                    "window_end": ms + 3_600_000,
-                    "value": value,
-                    "samples": 60,
-                    "is_final": True,
-                    "emitted_at": emitted,
-                }
-            )
-    return records
+    """What `./fleetperf demo` loads (fleetperf.demo.fleet: every source, every platform's faults), over
+    DAYS days up to now instead of fourteen."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    end = now - timedelta(minutes=now.minute % 5)
+    fleet = simulate_fleet(tmp / "fleet", end - timedelta(days=DAYS), DAYS, 300, seed=11)
+    summary = ingest_fleet(stack, fleet, progress=False)
+    assert (summary.errors, summary.failed) == (0, 0), summary.error_lines[:5]
 
 
 def _wait_for_data(stack: Settings) -> None:
     # final windows reach the rollups once each stream's clock passes them or the stream ends
-    for metric in ("steal_pct", "entc_pct", "physc", "tv_ratio", "busy_pct", "slb_miss_rate", "lacp_hash_skew_tx"):
-        wait_stable(stack, f"SELECT count() FROM entity_hourly WHERE metric = '{metric}'", timeout=240, settle=4)
+    metrics = ("steal_pct", "entc_pct", "physc", "tv_ratio", "busy_pct", "cpu_cores", "slb_miss_rate",
+               "lacp_hash_skew_tx", "cp_overhead_pct", "users_in_elist")  # fmt: skip
+    for metric in metrics:
+        wait_stable(stack, f"SELECT count() FROM entity_hourly WHERE metric = '{metric}'", timeout=600, settle=6)
     wait_stable(stack, "SELECT count() FROM incidents WHERE is_open", timeout=240, settle=4)
     wait_stable(stack, "SELECT count() FROM incidents WHERE NOT is_open", timeout=240, settle=4)
     wait_stable(stack, "SELECT count() FROM lpar_samples", timeout=60, settle=2)
@@ -219,6 +193,10 @@ def test_every_dashboard_renders_every_chart_with_data(stack: Settings, tmp_path
                 if any(marker in text for marker in _BROKEN)
             ]
             assert not broken, f"{board.title}: {broken}"
+            time.sleep(1.0)  # echarts animates its series in: look once they are drawn
+            keys = [k for row in board.rows for k in row]
+            invisible = _invisible(keys, driver.execute_script(_MARKS))
+            assert not invisible, f"{board.title}: charts without visible marks: {invisible}"
             warm, _ = _open(driver, stack, board.slug, charts)
             time.sleep(1.0)  # let the last animation settle before the screenshot
             driver.save_screenshot(str(artifacts / f"{board.slug}.png"))
