@@ -9,8 +9,9 @@ Sample data of an interval precede its interval-end record (MRMTREND); at each i
   MRUSEACT timer offsets are not confirmed by IBM's text: without the opt-in no guest sample is
   published (counted as withheld);
 - `zvm_system_samples`: processors' emulation time (PFXPRBTM, counts down) summed as virtual CPU
-  seconds, logged-on users (MRSYTUSR); busy % and total CPU seconds need the wait time (PFXTOTWT,
-  unverified: only with the opt-in);
+  seconds, logged-on and dormant users (MRSYTUSR), users in the dispatch list (MRSYTSCG), paging
+  slots allocated and the paging/spooling "90 percent full" counts (MRSYTASG), all from IBM-quoted
+  rows; busy % and total CPU seconds need the wait time (PFXTOTWT, unverified: only with the opt-in);
 - for Linux guests with APPLDATA OS (MRAPLSDT header offsets unverified: only with the opt-in):
   `cpu_samples` (the guest's CPU line, steal included, for the Flink job's steal_pct) and per-CPU
   `sysstat_samples` rows (section cpu-load-all, source 'appldata'). A torn APPLDATA record (sync
@@ -33,6 +34,15 @@ from fleetperf.sources.zvm.monitor import Damage, MonRecord, read_any
 
 SOURCE = "zvm-monitor"
 WITHHELD_GUEST_CPU = "withheld: MRUSEACT VMDTTIME/VMDVTIME offsets unverified (use --zvm-unverified)"
+SLOTS_TOO_LARGE = "MRSYTASG paging slots total x'FFFFFFFF' (too large for IBM's 32-bit field): published as null"
+SLOTS_32BIT_FULL = 0xFFFFFFFF
+# System counts of an interval, by record: our layout field names, which are also the
+# zvm_system_samples columns (schemas/zvm_system_sample.avsc names IBM's field and offset of each)
+SYSTEM_COUNTS: dict[tuple[int, int], tuple[str, ...]] = {
+    (0, 8): ("users_dormant",),
+    (0, 10): ("users_in_dispatch_list",),
+    (0, 6): ("paging_slots_total", "paging_90pct_full_count", "spool_90pct_full_count"),
+}
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,7 @@ class Collector:
         self.prev_cpus: dict[int, dict] = {}
         self.prev_end: int | None = None
         self.users_logged: int | None = None
+        self.system_counts: dict[str, int | None] = {}  # zvm_system_samples column -> value of this interval
         self.linux: dict[str, dict] = {}  # userid -> last APPLDATA OS sample
         self.appl: dict[str, tuple[dict, int]] = {}  # this interval's APPLDATA OS per guest
         self.counts: dict[str, int] = {}
@@ -102,8 +113,15 @@ class Collector:
             vcpus[f["vcpu_address"]] = (f["total_cpu_time"], f["virtual_cpu_time"])
         elif key == (0, 2):
             self.cpus[f["cpu_address"]] = f
-        elif key == (0, 8):
-            self.users_logged = f["users_logged"]
+        elif key in SYSTEM_COUNTS:
+            if key == (0, 8):
+                self.users_logged = f["users_logged"]
+            for name in SYSTEM_COUNTS[key]:
+                value = f.get(name)
+                if name == "paging_slots_total" and value == SLOTS_32BIT_FULL:
+                    self._count(SLOTS_TOO_LARGE)
+                    value = None
+                self.system_counts[name] = value
         elif key == (10, 2) and item.appldata is not None:
             yield from self._appldata(item)
         elif key == (1, 11):
@@ -137,7 +155,7 @@ class Collector:
         yield from self._system(ts, origin, end.offset)
         for user, (sample, offset) in sorted(self.appl.items()):
             yield from self._linux(user, sample, ts, offset)
-        self.users, self.cpus, self.appl, self.users_logged = {}, {}, {}, None
+        self.users, self.cpus, self.appl, self.users_logged, self.system_counts = {}, {}, {}, None, {}
 
     def _system(self, ts: int, origin: str, offset: int) -> Iterator[Emitted]:
         cpus, prev, prev_end = self.cpus, self.prev_cpus, self.prev_end
@@ -162,7 +180,7 @@ class Collector:
             counted += 1
             virtual += _seconds(dv)
             busy += max(interval_s - _seconds(dw), 0.0)
-        if not counted and self.users_logged is None:
+        if not counted and self.users_logged is None and not any(v is not None for v in self.system_counts.values()):
             return
         record = {
             "zvm_system": self.zvm_system,
@@ -182,6 +200,7 @@ class Collector:
             "dasd_resp_ms": None,
             "paging_xstore_rate": None,
             "paging_dasd_rate": None,
+            **{name: self.system_counts.get(name) for names in SYSTEM_COUNTS.values() for name in names},
             "origin": origin,
         }
         yield Emitted("zvm_system_samples", record, key=self.zvm_system)
