@@ -189,7 +189,8 @@ def _rates(cur: dict, prev: dict, names: dict[str, str], itv: int, wrap32: bool 
     if wrap32:  # unsigned int counters: sar's difference is taken modulo 2**32 (a counter that wrapped)
         return {out: float((cur[raw] - prev.get(raw, 0)) & 0xFFFFFFFF) / itv * 100
                 for raw, out in names.items() if raw in cur}  # fmt: skip
-    return {out: sp_value(prev.get(raw, 0), cur.get(raw, 0), itv) for raw, out in names.items() if raw in cur}
+    # sp_value inlined (the same expression, the same double): a call per counter was a tenth of the time
+    return {out: float(cur[raw] - prev.get(raw, 0)) / itv * 100 for raw, out in names.items() if raw in cur}
 
 
 _PCSW = {"processes": "proc", "context_switch": "cswch"}
@@ -265,7 +266,7 @@ def net_dev(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
         }
         speed = c.get("speed", 0)
         if "speed" in c:
-            values["speed"] = speed
+            values["speed"] = float(speed)
             bps = speed * 1000000
             if not speed:
                 values["ifutil-percent"] = 0.0
@@ -354,22 +355,21 @@ def interrupts(cur: list[dict], prev: list[dict], itv: int, nr2: int) -> Iterato
     if nr2 < 1 or len(cur) % nr2 or len(prev) != len(cur):
         return
     names = [it.get("irq_name", "") for it in cur[:nr2]]
-    n_cpu = len(cur) // nr2
-    shown = []
-    for c in range(n_cpu):
-        if prev[c * nr2].get("irq_nr", 0) == 0 or cur[c * nr2].get("irq_nr", 0) == 0:
-            continue
-        shown.append(c)
+    now_nr = [it.get("irq_nr", 0) for it in cur]  # the counts alone, once: 2-3 times fewer lookups
+    before_nr = [it.get("irq_nr", 0) for it in prev]
+    shown = [c * nr2 for c in range(1, len(cur) // nr2) if before_nr[c * nr2] and now_nr[c * nr2]]
+    labels = [(f"CPU{base // nr2 - 1}", base) for base in shown]
+    show_all = bool(before_nr[0] and now_nr[0])
+    if not show_all and not labels:
+        return
     for i in range(nr2):
         values: Values = {}
-        for c in shown:
-            now, before = cur[c * nr2 + i].get("irq_nr", 0), prev[c * nr2 + i].get("irq_nr", 0)
-            if c == 0:
-                values["all"] = 0.0 if now < before else sp_value(before, now, itv)
-            else:  # unsigned int difference, as sar's
-                values[f"CPU{c - 1}"] = float((now - before) & 0xFFFFFFFF) / itv * 100
-        if values:
-            yield names[i], values
+        if show_all:
+            now, before = now_nr[i], before_nr[i]
+            values["all"] = 0.0 if now < before else float(now - before) / itv * 100  # sp_value
+        for label, base in labels:  # unsigned int difference, as sar's
+            values[label] = float((now_nr[base + i] - before_nr[base + i]) & 0xFFFFFFFF) / itv * 100
+        yield names[i], values
 
 
 _IO = {"dk_drive": "tps", "dk_drive_rio": "rtps", "dk_drive_rblk": "bread", "dk_drive_wio": "wtps",
@@ -434,7 +434,7 @@ def softnet(cur: list[dict], prev: list[dict], itv: int) -> Iterator[Item]:
             all_c[f] = (all_c[f] + c.get(f, 0)) & 0xFFFFFFFF
             all_p[f] = (all_p[f] + p.get(f, 0)) & 0xFFFFFFFF
     for i, c, p in [(0, all_c, all_p), *shown]:
-        yield _cpu_item(i), _rates(c, p, _SOFTNET, itv, wrap32=True) | {"blg_len": c.get("backlog_len", 0)}
+        yield _cpu_item(i), _rates(c, p, _SOFTNET, itv, wrap32=True) | {"blg_len": float(c.get("backlog_len", 0))}
 
 
 def cpu_frequency(cur: list[dict]) -> Iterator[Item]:
@@ -595,5 +595,9 @@ def figures(
             items = fn(c, sar)
         else:
             items = fn(c)
-        for item, values in items:
-            yield section, item, {k: float(v) for k, v in values.items()}
+        if kind == "level":  # levels are the file's integers: published as doubles like every figure
+            for item, values in items:
+                yield section, item, dict(zip(values, map(float, values.values()), strict=True))
+        else:  # rates and percentages are computed as doubles already
+            for item, values in items:
+                yield section, item, values

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,10 +62,8 @@ class SadcSource(Source):
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         from fleetperf.sources.sysstat.records import records_of_file
 
-        for emitted in records_of_file(path, options_of(opts)):
-            if emitted.topic_key == "sysstat_samples":  # the summary counts the figures
-                emitted = replace(emitted, values=len(emitted.record["metrics"]))
-            yield emitted
+        # the summary counts the figures: each sysstat_samples record carries their number (Emitted.values)
+        return records_of_file(path, options_of(opts))
 
     def tail(self, path: Path, opts: argparse.Namespace) -> BaseTail:
         from fleetperf.sources.sysstat.records import Tail
