@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema, schemaless_writer
 
 from fleetperf.config import Settings, Topic
@@ -140,16 +141,48 @@ class AvroProducer:
         self._frames: dict[str, tuple[str, bytes, Any]] = {}
         self._unpolled = 0
         self.retried = 0
+        self.registry_wait_s = REGISTRY_WAIT_S
+        self.registry_waits = 0
 
     def _frame(self, topic_key: str) -> tuple[str, bytes, Any]:
         """Topic name, Confluent frame header, parsed schema."""
         frame = self._frames.get(topic_key)
         if frame is None:
             topic = self.settings.topic(topic_key)
-            schema_id = self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
+            schema_id = self._register(topic)
             parsed = parse_schema(json.loads(topic.schema_text()))
             frame = self._frames[topic_key] = (topic.name, b"\0" + schema_id.to_bytes(4, "big"), parsed)
         return frame
+
+    def _register(self, topic: Topic) -> int:
+        """The schema id of a topic's subject. A registry that went away mid-run (restart, outage)
+        is waited for, up to registry_wait_s: a topic first used then (the first dead letter of a
+        backfill, a new kind of file under --follow) must not end the run, nothing is published
+        meanwhile. A registry that answers 4xx (an incompatible schema, bad credentials) is
+        not waited for. Whether the registry is there at all is checked before a run starts
+        (cli.common.check_stack), so a stack that was never up still fails at once."""
+        started = time.monotonic()
+        delay = 1.0
+        while True:
+            try:
+                return self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
+            except SchemaRegistryError as exc:
+                status = exc.http_status_code
+                if status is not None and 0 < status < 500:
+                    raise
+                error: Exception = exc
+            except Exception as exc:  # noqa: BLE001 - connection refused, timeouts: the registry is away
+                error = exc
+            waited = time.monotonic() - started
+            if waited >= self.registry_wait_s:
+                raise RuntimeError(
+                    f"schema registry unreachable for {waited:.0f}s registering {topic.subject}: {error!r}"
+                ) from error
+            if delay == 1.0:
+                log.warning("schema registry unreachable (%r); waiting up to %.0fs", error, self.registry_wait_s)
+            self.registry_waits += 1
+            time.sleep(min(delay, max(0.1, self.registry_wait_s - waited)))
+            delay = min(delay * 2, 10.0)
 
     def send(self, topic_key: str, record: dict[str, Any], key: str | None = None, headers: Any = None) -> None:
         name, header, schema = self._frame(topic_key)
@@ -283,6 +316,9 @@ def spooling_producer(settings: Settings, command: str) -> AvroProducer:
     return AvroProducer(settings, spool_dir=spool, spool_max_mb=int(settings["kafka"].get("spool_max_mb", 256)))
 
 
+# How long a producer waits for a registry that went away mid-run before it gives up (a restart of
+# Apicurio takes ~20 s here; the fault suite stops it for 60 s).
+REGISTRY_WAIT_S = 300.0
 SPOOL_AFTER_MS = 30_000
 SPOOL_PROBE_S = 5.0
 SPOOL_DRAIN_TIMEOUT_S = 60.0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +15,7 @@ from pathlib import Path
 from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings, job_settings
 from fleetperf.kafka_avro import ensure_topics, register_schemas
 from fleetperf.stack import install
-from fleetperf.stack.process import Process, http_ok, port_open
+from fleetperf.stack.process import Process, _group_alive, http_ok, port_open
 
 JAVA_OPENS = [
     f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
@@ -163,6 +165,24 @@ class LocalStack:
             if procs[name].running():
                 procs[name].stop()
                 echo(f"  {name:<10} stopped")
+
+    def kill(self, name: str) -> int | None:
+        """SIGKILL one service's whole process group, as a crash would (no shutdown hook runs, nothing
+        is flushed); the PID file is removed so that start(only=...) starts it again. Used by the
+        fault-injection suite (tests/integration/test_faults.py) and by hand to rehearse a crash.
+        Returns the PID killed, None when the service was not running."""
+        proc = self.processes()[name]
+        pid = proc.pid()
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + 30
+            while _group_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)  # _group_alive reaps the leader when it is our child (no zombie)
+        proc.pid_file.unlink(missing_ok=True)
+        return pid
 
     def status(self) -> list[tuple[str, int | None, str, str]]:
         return [(n, p.pid(), p.where, str(p.log_file)) for n, p in self.processes().items()]
