@@ -59,71 +59,81 @@ def _ll_sp_value(v1: int, v2: int, itv: int) -> float:
     return sp_value(v1, v2, itv)
 
 
-_CPU_SUM = ("user", "nice", "sys", "iowait", "idle", "steal", "hardirq", "softirq")
+# CPU counters as tuples in lay.CPU_FIELDS order (user nice sys idle iowait steal hardirq softirq guest
+# guest_nice): read once per CPU and record instead of a dict lookup per use (cpu-load-all was a quarter of
+# sar's arithmetic). The first eight are the jiffies sar sums for a CPU's interval.
+_CU, _CN, _CS, _CID, _CIO, _CST, _CHI, _CSI, _CG, _CGN = range(10)
+_NO_CPU = (0,) * 10
 
 
-def _cpu_prev(scc: dict, scp: dict) -> dict:
+def _cpu_counters(s: dict) -> tuple[int, ...]:
+    g = s.get
+    return (g("user", 0), g("nice", 0), g("sys", 0), g("idle", 0), g("iowait", 0), g("steal", 0), g("hardirq", 0),
+            g("softirq", 0), g("guest", 0), g("guest_nice", 0))  # fmt: skip
+
+
+def _cpu_prev(scc: tuple, scp: tuple) -> tuple:
     # a CPU back online restarts idle and iowait from 0 while the others keep their value
-    scp = dict(scp)
-    for name in ("idle", "iowait"):
-        if scc.get(name, 0) < scp.get(name, 0):
-            scp[name] = 0
+    if scc[_CID] < scp[_CID] or scc[_CIO] < scp[_CIO]:
+        scp = list(scp)  # type: ignore[assignment]
+        for i in (_CID, _CIO):
+            if scc[i] < scp[i]:
+                scp[i] = 0  # type: ignore[index]
+        scp = tuple(scp)
     return scp
 
 
-def _cpu_interval(scc: dict, scp: dict) -> int:
-    g = scc.get
-    h = scp.get
+def _cpu_interval(scc: tuple, scp: tuple) -> int:
     ishift = 0
-    if g("user", 0) - g("guest", 0) < h("user", 0) - h("guest", 0):
-        ishift += (h("user", 0) - h("guest", 0)) - (g("user", 0) - g("guest", 0))
-    if g("nice", 0) - g("guest_nice", 0) < h("nice", 0) - h("guest_nice", 0):
-        ishift += (h("nice", 0) - h("guest_nice", 0)) - (g("nice", 0) - g("guest_nice", 0))
-    return sum(g(f, 0) for f in _CPU_SUM) - sum(h(f, 0) for f in _CPU_SUM) + ishift
+    ucur, uprev = scc[_CU] - scc[_CG], scp[_CU] - scp[_CG]
+    if ucur < uprev:
+        ishift += uprev - ucur
+    ncur, nprev = scc[_CN] - scc[_CGN], scp[_CN] - scp[_CGN]
+    if ncur < nprev:
+        ishift += nprev - ncur
+    return sum(scc[:8]) - sum(scp[:8]) + ishift
 
 
-def _cpu_values(scc: dict, scp: dict, dt: int) -> Values:
+def _cpu_values(c: tuple, p: tuple, dt: int) -> Values:
     if dt == 0:  # tickless CPU
         return {k: 0.0 for k in _CPU_OUT[:-1]} | {"idle": 100.0}
-    g, h = scc.get, scp.get
-    ucur, uprev = g("user", 0) - g("guest", 0), h("user", 0) - h("guest", 0)
-    ncur, nprev = g("nice", 0) - g("guest_nice", 0), h("nice", 0) - h("guest_nice", 0)
+    ucur, uprev = c[_CU] - c[_CG], p[_CU] - p[_CG]
+    ncur, nprev = c[_CN] - c[_CGN], p[_CN] - p[_CGN]
     return {
         "usr": 0.0 if ucur < uprev else _ll_sp_value(uprev, ucur, dt),
         "nice": 0.0 if ncur < nprev else _ll_sp_value(nprev, ncur, dt),
-        "sys": _ll_sp_value(h("sys", 0), g("sys", 0), dt),
-        "iowait": _ll_sp_value(h("iowait", 0), g("iowait", 0), dt),
-        "steal": _ll_sp_value(h("steal", 0), g("steal", 0), dt),
-        "irq": _ll_sp_value(h("hardirq", 0), g("hardirq", 0), dt),
-        "soft": _ll_sp_value(h("softirq", 0), g("softirq", 0), dt),
-        "guest": _ll_sp_value(h("guest", 0), g("guest", 0), dt),
-        "gnice": _ll_sp_value(h("guest_nice", 0), g("guest_nice", 0), dt),
-        "idle": 0.0 if g("idle", 0) < h("idle", 0) else _ll_sp_value(h("idle", 0), g("idle", 0), dt),
+        "sys": _ll_sp_value(p[_CS], c[_CS], dt),
+        "iowait": _ll_sp_value(p[_CIO], c[_CIO], dt),
+        "steal": _ll_sp_value(p[_CST], c[_CST], dt),
+        "irq": _ll_sp_value(p[_CHI], c[_CHI], dt),
+        "soft": _ll_sp_value(p[_CSI], c[_CSI], dt),
+        "guest": _ll_sp_value(p[_CG], c[_CG], dt),
+        "gnice": _ll_sp_value(p[_CGN], c[_CGN], dt),
+        "idle": 0.0 if c[_CID] < p[_CID] else _ll_sp_value(p[_CID], c[_CID], dt),
     }
-
-
-def _total(s: dict) -> int:
-    return sum(s.get(f, 0) for f in _CPU_SUM)
 
 
 def cpu(cur: list[dict], prev: list[dict]) -> Iterator[Item]:
     """cpu-load-all for "all" and every online CPU. As sar does, "all" is the sum of the online
     CPUs (an offline CPU, all counters 0, is left out; one back online counts from 0)."""
-    per_cpu: list[tuple[str, dict, dict]] = []
+    per_cpu: list[tuple[str, tuple, tuple]] = []
     for i in range(1, min(len(cur), len(prev))):
-        scc, scp = cur[i], prev[i]
-        if not _total(scc):
+        scc = _cpu_counters(cur[i])
+        total = sum(scc[:8])
+        if not total:
             continue
-        if _total(scp) > _total(scc):
-            scp = {}
+        scp = _cpu_counters(prev[i])
+        if sum(scp[:8]) > total:
+            scp = _NO_CPU
         per_cpu.append((str(i - 1), scc, _cpu_prev(scc, scp)))
     if per_cpu:
-        all_c = {f: sum(c.get(f, 0) for _, c, _ in per_cpu) for f in CPU_COUNTERS}
-        all_p = {f: sum(p.get(f, 0) for _, _, p in per_cpu) for f in CPU_COUNTERS}
+        all_c = tuple(map(sum, zip(*(c for _, c, _ in per_cpu), strict=True)))
+        all_p = tuple(map(sum, zip(*(p for _, _, p in per_cpu), strict=True)))
         yield "all", _cpu_values(all_c, all_p, sum(_cpu_interval(c, p) for _, c, p in per_cpu))
     elif cur and prev:  # a file with "all" only
-        scp = _cpu_prev(cur[0], prev[0])
-        yield "all", _cpu_values(cur[0], scp, _cpu_interval(cur[0], scp))
+        scc = _cpu_counters(cur[0])
+        scp = _cpu_prev(scc, _cpu_counters(prev[0]))
+        yield "all", _cpu_values(scc, scp, _cpu_interval(scc, scp))
     for name, scc, scp in per_cpu:
         yield name, _cpu_values(scc, scp, _cpu_interval(scc, scp))
 

@@ -90,6 +90,17 @@ class Problem:
     raw: str = ""  # hex of the bytes at the offset, for the dead letter
 
 
+class _Texts(dict):
+    """A char array's text (NUL-terminated, ASCII) or, for a one-byte array, its number; the texts of the
+    arrays met are kept (at most 4096), since names repeat in every record."""
+
+    def __missing__(self, raw: bytes) -> str | int:
+        text = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
+        if len(self) < 4096:
+            self[raw] = text
+        return text
+
+
 class _Decoder:
     """Unpacks one item of an activity with a single precompiled struct."""
 
@@ -100,7 +111,7 @@ class _Decoder:
         # the same, padded to the item's size: a whole block of items unpacks in one call
         pad = size - self.struct.size  # >= 0: the decoders never take more than the item holds
         self.items = struct.Struct(fmt + (f"{pad}x" if pad > 0 else ""))
-        self._texts: dict[bytes, str | int] = {}
+        self._texts = _Texts()
         self.keys = (*names, *chars)  # one per unpacked value
 
     def decode_many(self, buf: bytes, offset: int, n: int) -> list[Counters]:
@@ -116,18 +127,8 @@ class _Decoder:
             texts = self._texts  # interface, interrupt and file system names repeat in every record
             for name in self.chars:
                 for item in items:
-                    raw = item[name]
-                    text = texts.get(raw)
-                    if text is None:
-                        text = self._text(raw)
-                    item[name] = text
+                    item[name] = texts[item[name]]
         return items
-
-    def _text(self, raw: bytes) -> str | int:
-        text = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
-        if len(self._texts) < 4096:
-            self._texts[raw] = text
-        return text
 
     def decode(self, buf: bytes | memoryview, offset: int) -> Counters:
         values = self.struct.unpack_from(buf, offset)
