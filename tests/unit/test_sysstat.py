@@ -50,6 +50,10 @@ def test_figures_equal_sar_value_for_value(corpus: Path, name: str) -> None:
     expected_name, options = COMPARED[name]
     emitted = list(records_of_file(corpus / "sysstat" / "binary" / name.strip(), options))
     ours = _samples(emitted)
+    for e in emitted:  # every figure a double, each record carrying its figure count (as in test_sysstat_own)
+        if e.topic_key == "sysstat_samples":
+            metrics = e.record["metrics"]
+            assert e.values == len(metrics) and all(type(v) is float for v in metrics.values()), e.record
     expected = sar_text.parse((corpus / "sysstat" / "expected" / expected_name).read_text())
     assert expected, "the sar output parsed to nothing"
     withheld = {e.record["byte_offset"] for e in emitted if e.topic_key == "dead_letters"}

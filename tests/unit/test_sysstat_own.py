@@ -96,6 +96,27 @@ def test_own_recording_equals_its_sadf_json() -> None:
     assert len(memory) == 3 and all(ours[k]["memused"] == expected[k]["memused"] for k in memory)
 
 
+def assert_doubles_and_counted(emitted: list[Emitted]) -> None:
+    """Every figure is a double (sysstat_sample.metrics is a map of doubles; `parse` prints 5.0, not 5), and
+    each record carries its number of figures for the pipeline's summary (Emitted.values): the reader
+    converts only the levels (raw integers) and sets the count when it makes the record, so a rate
+    function returning an integer, or a count left out, shows here."""
+    samples = [e for e in emitted if e.topic_key == "sysstat_samples"]
+    assert samples
+    for e in samples:
+        metrics = e.record["metrics"]
+        assert e.values == len(metrics), (e.record["section"], e.values, len(metrics))
+        wrong = {k: v for k, v in metrics.items() if type(v) is not float}
+        assert not wrong, (e.record["section"], e.record["item"], wrong)
+
+
+def test_every_figure_is_a_double_and_counted() -> None:
+    emitted = _read(OWN.read_bytes(), "own")
+    assert_doubles_and_counted(emitted)
+    sections = {e.record["section"] for e in emitted if e.topic_key == "sysstat_samples"}
+    assert len(sections) >= 35, sections  # every kind of rate, level and percentage function took part
+
+
 def _put(data: bytearray, offset: int, fmt: str, *values: int) -> bytes:
     struct.pack_into(fmt, data, offset, *values)
     return bytes(data)
