@@ -89,3 +89,18 @@ def test_table_ddl_on_a_hand_written_table() -> None:
         "CREATE TABLE IF NOT EXISTS db.t ON CLUSTER 'c1' AS db.t_local "
         "ENGINE = Distributed('c1', 'db', 't_local', cityHash64(k))"
     )
+
+
+def test_null_input_tables_are_null_on_every_shard_and_sharded_by_host(ddl: list[str]) -> None:
+    """A Null-engine input table (its materialized views do the work) keeps nothing on any shard;
+    inserts through its Distributed twin reach the shard that holds the host's rows."""
+    text = "\n".join(p.read_text() for p in sorted(SQL_DIR.glob("[0-9][0-9][0-9]_*.sql")))
+    nulls = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)\s*\([^;]*?\)\s*ENGINE = Null", text, re.S))
+    for name in nulls:
+        assert any(
+            s.startswith(f"CREATE TABLE IF NOT EXISTS fleetperf.{name}_local ") and s.endswith("ENGINE = Null")
+            for s in ddl
+        )
+        [dist] = [s for s in ddl if s.startswith(f"CREATE TABLE IF NOT EXISTS fleetperf.{name} ")]
+        assert f"Distributed('perf', 'fleetperf', '{name}_local', cityHash64(host_id))" in dist
+        assert not [s for s in ddl if "MATERIALIZED VIEW" in s and re.search(rf"FROM fleetperf\.{name}\b(?!_local)", s)]

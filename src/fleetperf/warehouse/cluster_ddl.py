@@ -115,6 +115,28 @@ def table_ddl(create: str, database: str, cluster: str) -> list[str]:
     ]
 
 
+def null_table_ddl(create: str, database: str, cluster: str) -> list[str]:
+    """A Null-engine input table (it keeps nothing; only its materialized views see an insert) ->
+    a Null `_local` table per shard and a Distributed table under the original name, sharded by
+    host_id like the MergeTree tables, so the views on each shard write the rows of the hosts that
+    shard holds."""
+    head = re.match(rf"CREATE TABLE {re.escape(database)}\.(\w+)\s*", create)
+    if head is None:
+        raise ValueError(f"not a CREATE TABLE of {database}: {create[:120]!r}")
+    name = head.group(1)
+    cols_end = _balanced(create, head.end())
+    columns = create[head.end() : cols_end]
+    if not re.match(r"\s*ENGINE = `?Null`?", create[cols_end:]):
+        raise ValueError(f"{name}: not a Null table")
+    shard = "cityHash64(host_id)" if re.search(r"`host_id`", columns) else "rand()"
+    local, on = f"{name}_local", f"ON CLUSTER '{cluster}'"
+    return [
+        f"CREATE TABLE IF NOT EXISTS {database}.{local} {on} {columns} ENGINE = Null",
+        f"CREATE TABLE IF NOT EXISTS {database}.{name} {on} AS {database}.{local} "
+        f"ENGINE = Distributed('{cluster}', '{database}', '{local}', {shard})",
+    ]
+
+
 def view_ddl(create: str, database: str, cluster: str, local_tables: set[str]) -> str:
     """Views ON CLUSTER; a materialized view reads from and writes to the shard's `_local` tables
     (it fires on the inserts a shard receives, and a Distributed table never stores rows)."""
@@ -192,13 +214,16 @@ def generate(cluster: str = "fleetperf", database: str = "fleetperf") -> list[st
     order = [n for n in creation_order() if n in objects]
     order += sorted(set(objects) - set(order))
     merge_tree = {n for n in order if str(objects[n]["engine"]).endswith("MergeTree")}
+    null = {n for n in order if objects[n]["engine"] == "Null"}
     out = [f"CREATE DATABASE IF NOT EXISTS {database} ON CLUSTER '{cluster}'"]
     for name in order:
         if name in merge_tree:
             out += table_ddl(str(objects[name]["create"]), database, cluster)
+        elif name in null:
+            out += null_table_ddl(str(objects[name]["create"]), database, cluster)
     for name in order:
-        if name not in merge_tree:
-            out.append(view_ddl(str(objects[name]["create"]), database, cluster, merge_tree))
+        if name not in merge_tree and name not in null:
+            out.append(view_ddl(str(objects[name]["create"]), database, cluster, merge_tree | null))
     return out
 
 
