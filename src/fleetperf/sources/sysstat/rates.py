@@ -9,7 +9,7 @@ CPU's own jiffies in the interval (get_per_cpu_interval), like sar.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from fleetperf.sources.sysstat import layouts as lay
 
@@ -582,6 +582,32 @@ COMPUTE = {
 RATE_SECTIONS = frozenset(section for section, _fn, kind in COMPUTE.values() if kind == "rate")
 
 
+def sections(
+    cur: dict[int, list[dict]],
+    prev: dict[int, list[dict]],
+    itv: int,
+    sar: tuple[int, ...] = SAR_VERSION,
+    nr2: dict[int, int] | None = None,
+    rates: bool = True,
+) -> Iterator[tuple[str, Iterable[Item]]]:
+    """(section, its items) for every known activity present in both records, the figures doubles;
+    nr2: the activities' second dimension (interrupts per CPU), from the file header; rates=False: the
+    sections computed over the interval are left out (an interval that is none). One entry per section,
+    not per item: what is decided per section (which bound, whether published) is decided once."""
+    for aid, (section, fn, kind) in COMPUTE.items():
+        c, p = cur.get(aid), prev.get(aid)
+        if not c or p is None:
+            continue
+        if kind == "cpu":
+            yield section, fn(c, p)
+        elif kind == "rate":
+            if p and rates:  # rates and percentages are computed as doubles already
+                yield section, fn(c, p, itv, (nr2 or {}).get(aid, 1)) if aid == lay.A_IRQ else fn(c, p, itv)
+        else:  # levels are the file's integers: published as doubles like every figure
+            items = fn(c, sar) if aid == lay.A_MEMORY else fn(c)
+            yield section, [(item, dict(zip(v, map(float, v.values()), strict=True))) for item, v in items]
+
+
 def figures(
     cur: dict[int, list[dict]],
     prev: dict[int, list[dict]],
@@ -589,25 +615,7 @@ def figures(
     sar: tuple[int, ...] = SAR_VERSION,
     nr2: dict[int, int] | None = None,
 ) -> Iterator[tuple[str, str, Values]]:
-    """(section, item, values) for every known activity present in both records; nr2: the activities'
-    second dimension (interrupts per CPU), from the file header."""
-    for aid, (section, fn, kind) in COMPUTE.items():
-        c, p = cur.get(aid), prev.get(aid)
-        if not c or p is None:
-            continue
-        if kind == "cpu":
-            items = fn(c, p)
-        elif kind == "rate":
-            if not p:
-                continue
-            items = fn(c, p, itv, (nr2 or {}).get(aid, 1)) if aid == lay.A_IRQ else fn(c, p, itv)
-        elif aid == lay.A_MEMORY:
-            items = fn(c, sar)
-        else:
-            items = fn(c)
-        if kind == "level":  # levels are the file's integers: published as doubles like every figure
-            for item, values in items:
-                yield section, item, dict(zip(values, map(float, values.values()), strict=True))
-        else:  # rates and percentages are computed as doubles already
-            for item, values in items:
-                yield section, item, values
+    """(section, item, values) for every known activity present in both records."""
+    for section, items in sections(cur, prev, itv, sar, nr2):
+        for item, values in items:
+            yield section, item, values

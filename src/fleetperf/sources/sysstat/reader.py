@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -102,7 +102,8 @@ class _Texts(dict):
 
 
 class _Decoder:
-    """Unpacks one item of an activity with a single precompiled struct."""
+    """Unpacks the items of an activity with a single precompiled struct, and makes each a dict with a
+    function compiled once from the layout's field names."""
 
     def __init__(self, fmt: str, names: list[str], chars: list[str], size: int) -> None:
         self.struct = struct.Struct(fmt)
@@ -111,32 +112,28 @@ class _Decoder:
         # the same, padded to the item's size: a whole block of items unpacks in one call
         pad = size - self.struct.size  # >= 0: the decoders never take more than the item holds
         self.items = struct.Struct(fmt + (f"{pad}x" if pad > 0 else ""))
-        self._texts = _Texts()
-        self.keys = (*names, *chars)  # one per unpacked value
+        self._texts = _Texts()  # interface, interrupt and file system names repeat in every record
+        self._build = _dict_builder(names, chars)
 
     def decode_many(self, buf: bytes, offset: int, n: int) -> list[Counters]:
         """n consecutive items from offset (the bytes are there)."""
         if not n:
             return []
-        rows = self.items.iter_unpack(memoryview(buf)[offset : offset + n * self.items.size])
-        keys = self.keys
-        # one dict per item straight from the unpacked tuple (the struct has exactly one value per key);
-        # the char arrays are then replaced by their text: measured 2x faster than a function per item
-        items = [dict(zip(keys, row, strict=True)) for row in rows]
-        if self.chars:
-            texts = self._texts  # interface, interrupt and file system names repeat in every record
-            for name in self.chars:
-                for item in items:
-                    item[name] = texts[item[name]]
-        return items
+        return self._build(self.items.iter_unpack(memoryview(buf)[offset : offset + n * self.items.size]), self._texts)
 
-    def decode(self, buf: bytes | memoryview, offset: int) -> Counters:
-        values = self.struct.unpack_from(buf, offset)
-        n = len(self.names)
-        item: Counters = dict(zip(self.names, values[:n], strict=True))
-        for name, raw in zip(self.chars, values[n:], strict=True):
-            item[name] = raw.split(b"\0", 1)[0].decode("ascii", "replace") if len(raw) > 1 else raw[0]
-        return item
+
+def _dict_builder(names: list[str], chars: list[str]) -> Callable[[Iterable[tuple], _Texts], list[Counters]]:
+    """`[{name0: v0, name1: v1, ..., char0: texts[c0]} for v0, v1, ..., c0 in rows]` for these fields, compiled:
+    a dict display is 3.5 times as fast as dict(zip(names, row)) (timeit, 117 two-field items: 8.3 vs 29.7 us),
+    and the char arrays become their text in the same pass. The names are those of layouts.py's tables (never
+    a file's bytes), quoted with repr."""
+    values = [f"v{i}" for i in range(len(names) + len(chars))]
+    entries = [f"{name!r}: {v}" for name, v in zip(names, values, strict=False)]
+    entries += [f"{name!r}: texts[{v}]" for name, v in zip(chars, values[len(names) :], strict=True)]
+    source = f"def build(rows, texts):\n    return [{{{', '.join(entries)}}} for {', '.join(values)}, in rows]\n"
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<sysstat layout>", "exec"), scope)  # noqa: S102 - code made from our own tables
+    return scope["build"]
 
 
 def _grouped_decoder(layout: lay.Grouped, types: tuple[int, int, int], size: int, e: str, sl: int) -> _Decoder | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
 from fleetperf.sources.sysstat.rates import RATE_SECTIONS as _RATE_SECTIONS
-from fleetperf.sources.sysstat.rates import cpu_line, figures, parse_version
+from fleetperf.sources.sysstat.rates import cpu_line, parse_version, sections
 from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes, open_stream
 
 SOURCE = "sadc"
@@ -150,40 +150,40 @@ class Collector:
         cpu_all = None
         online = 0
         host_id, sequence = self.host_id, self.sequence
-        for section, item, values in figures(cur.stats, prev.stats, itv or 1, self.sar, self.nr2):
-            if not plausible and section in _RATE_SECTIONS:
-                continue
-            # _out_of_range's test for the common case, inline (a call per row was a tenth of the time);
-            # the function says what is wrong when it fails
-            vals = values.values()
-            if not (
-                vals
-                and min(vals) >= 0
-                and max(vals) <= (100.0001 if section in PERCENT_SECTIONS else MAX_RATE)
-                and (total := sum(vals)) == total
-                and total <= MAX_LEVEL * len(vals)
-            ):
-                bad = _out_of_range(section, values)
-                if bad:
-                    text = f"record at offset {cur.offset}: {section} {item or '-'} {bad}; not published"
-                    yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
-                    continue
-            if section == "cpu-load-all":
-                if item == "all":
-                    cpu_all = values
-                else:
-                    online += 1
-            # positional (topic, record, key, snapshot, encoded, values): values, the figures carried, is what
-            # the pipeline's summary counts; set here, not by dataclasses.replace afterwards (3 us a row, 20 %
-            # of `parse sadc` on a large file)
-            yield Emitted(
-                "sysstat_samples",
-                {**base, "section": section, "item": item, "metrics": values},
-                host_id,
-                sequence,
-                None,
-                len(values),
-            )
+        for section, items in sections(cur.stats, prev.stats, itv or 1, self.sar, self.nr2, rates=plausible):
+            bound = 100.0001 if section in PERCENT_SECTIONS else MAX_RATE
+            for item, values in items:
+                # _out_of_range's test for the common case, inline (a call per row was a tenth of the time);
+                # the function says what is wrong when it fails
+                vals = values.values()
+                if not (
+                    vals
+                    and min(vals) >= 0
+                    and max(vals) <= bound
+                    and (total := sum(vals)) == total
+                    and total <= MAX_LEVEL * len(vals)
+                ):
+                    bad = _out_of_range(section, values)
+                    if bad:
+                        text = f"record at offset {cur.offset}: {section} {item or '-'} {bad}; not published"
+                        yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
+                        continue
+                if section == "cpu-load-all":
+                    if item == "all":
+                        cpu_all = values
+                    else:
+                        online += 1
+                # positional (topic, record, key, snapshot, encoded, values): values, the figures carried, is what
+                # the pipeline's summary counts; set here, not by dataclasses.replace afterwards (3 us a row, 20 %
+                # of `parse sadc` on a large file)
+                yield Emitted(
+                    "sysstat_samples",
+                    {**base, "section": section, "item": item, "metrics": values},
+                    host_id,
+                    sequence,
+                    None,
+                    len(values),
+                )
         if cpu_all is not None and self._interval_s(base, cpu_all, online, prev, cur) is not None:
             line = cpu_line(cpu_all)
             # each figure of sar's is in range, their sums (user incl. guest, system incl. irq/soft) must be too
