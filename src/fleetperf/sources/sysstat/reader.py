@@ -130,7 +130,8 @@ def _dict_builder(names: list[str], chars: list[str]) -> Callable[[Iterable[tupl
     values = [f"v{i}" for i in range(len(names) + len(chars))]
     entries = [f"{name!r}: {v}" for name, v in zip(names, values, strict=False)]
     entries += [f"{name!r}: texts[{v}]" for name, v in zip(chars, values[len(names) :], strict=True)]
-    source = f"def build(rows, texts):\n    return [{{{', '.join(entries)}}} for {', '.join(values)}, in rows]\n"
+    target = f"{', '.join(values)}," if values else "_"  # a description damaged into no field: empty items
+    source = f"def build(rows, texts):\n    return [{{{', '.join(entries)}}} for {target} in rows]\n"
     scope: dict[str, Any] = {}
     exec(compile(source, "<sysstat layout>", "exec"), scope)  # noqa: S102 - code made from our own tables
     return scope["build"]
