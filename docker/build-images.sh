@@ -78,7 +78,8 @@ stage() { # name, files... : a build context of hard links (copies across file s
 }
 
 kafka() {
-  build kafka "$(stage kafka "$KAFKA_LIBS=libs" docker/kafka/entrypoint.sh=entrypoint.sh docker/kafka/Dockerfile=Dockerfile)" \
+  build kafka "$(stage kafka "$KAFKA_LIBS=libs" docker/kafka/entrypoint.sh=entrypoint.sh \
+    docker/kafka/log4j2.properties=log4j2.properties docker/kafka/Dockerfile=Dockerfile)" \
     --build-arg "JRE_IMAGE=$(image jre)" --build-arg "KAFKA_HEAP=$KAFKA_HEAP"
 }
 registry() {

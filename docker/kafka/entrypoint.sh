@@ -27,5 +27,5 @@ if [ ! -f "$LOG_DIR/meta.properties" ]; then
   id=${CLUSTER_ID:-$(java -cp "$CP" kafka.tools.StorageTool random-uuid)}
   java -cp "$CP" kafka.tools.StorageTool format -t "$id" -c "$PROPS" --ignore-formatted
 fi
-# shellcheck disable=SC2086  # KAFKA_HEAP_OPTS / KAFKA_OPTS hold several JVM flags
-exec java ${KAFKA_HEAP_OPTS:--Xmx512m} ${KAFKA_OPTS:-} -cp "$CP" kafka.Kafka "$PROPS"
+# shellcheck disable=SC2086  # KAFKA_HEAP_OPTS / KAFKA_LOG4J_OPTS / KAFKA_OPTS hold several JVM flags
+exec java ${KAFKA_HEAP_OPTS:--Xmx512m} ${KAFKA_LOG4J_OPTS:-} ${KAFKA_OPTS:-} -cp "$CP" kafka.Kafka "$PROPS"
