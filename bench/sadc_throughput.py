@@ -97,15 +97,19 @@ def env_for(tree: Path, work: Path) -> dict[str, str]:
 
 
 def child(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, int]:
-    """(CPU seconds, peak RSS in kB) of one run of `cmd`, output discarded, from wait4's rusage of that
-    process (microseconds; /usr/bin/time's 10 ms steps are all of sadf's time on a daily file). This
-    process holds no file's data, and subprocess starts children with vfork: their peak RSS is their own."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in ok:
-        raise RuntimeError(f"{cmd} exited with {proc.returncode}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    """(CPU seconds, peak RSS in kB) of one run of `cmd`, output discarded. CPU from wait4's rusage
+    (microseconds; /usr/bin/time's 10 ms steps are all of sadf's time on a daily file), RSS from
+    /usr/bin/time: a child started from this process inherits its peak RSS across exec (measured: sadf
+    "65 MB" after this process had read the large file), one started from `time` does not."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        timed = ["/usr/bin/time", "-o", report.name, "-f", "%M", *cmd]
+        proc = subprocess.Popen(timed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # `time` itself and the command it waited for
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in ok:
+            raise RuntimeError(f"{cmd} exited with {proc.returncode}")
+        rss = int(report.read().split()[-1])
+    return usage.ru_utime + usage.ru_stime, rss
 
 
 def breakdown(paths: list[str]) -> None:
