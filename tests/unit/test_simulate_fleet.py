@@ -198,3 +198,28 @@ def test_each_injected_fault_breaks_its_rule_for_its_duration_and_nothing_else_d
             f"{fault.rule:<18} {fault.entity_id:<16} in fault {min(inside):.3f}..{max(inside):.3f}"
             f"  elsewhere {min(outside):.3f}..{max(outside):.3f}  threshold {rule['op']} {rule['threshold']}"
         )
+
+
+def test_the_fleets_inventory_places_hosts_without_hiding_what_they_report(
+    fleet: Fleet, emitted: list, embedded_path: Path
+) -> None:
+    """Sites and CPCs from the demo's inventory, frames and platforms from what the hosts report (sql 020:
+    the inventory overrides keys, it does not replace an LPAR's nmon configuration)."""
+    from fleetperf.ingest.aggregations import inventory_records
+    from fleetperf.warehouse.clickhouse import migrate
+    from tests.conftest import embedded_settings
+
+    assert fleet.inventory is not None
+    ch, _ = migrate(embedded_settings(embedded_path, "demo_fleet_inventory"))
+    configs = [e.record for _, _, e in emitted if e.topic_key == "host_configs"]
+    configs += [e.record for e in inventory_records(fleet.inventory)]
+    columns = ["host_id", "hostname", "ts", "source", "origin_file", "attributes"]
+    rows = [[r["host_id"], r["hostname"], datetime.fromtimestamp(r["ts"] / 1000, UTC), r["source"],
+             r["origin_file"], r["attributes"]] for r in configs]  # fmt: skip
+    ch.insert("host_configs", rows, column_names=columns)
+    got = {r[0]: r[1:] for r in ch.query("SELECT host_id, site, frame, platform FROM fleet_hierarchy").result_rows}
+    assert got["02A1B3C-3"] == ("north", "9009-42A*02A1B3C", "aix")  # nmon: frame and AIX; inventory: site
+    assert got["02D4E5F-6"] == ("south", "9080-M9S*02D4E5F", "aix")
+    assert got["ZVMA/LNXA02"] == ("north", "2964-0A1B2C", "zvm-guest")
+    assert got["lnxs01"] == ("south", "3906-0D4E5F", "zvm-guest")
+    assert got["webs01"] == ("south", "standalone", "linux")

@@ -182,12 +182,12 @@ def _faults(start: datetime, end: datetime, interval: int) -> list[FaultWindow]:
 
 
 def _nmon(fleet: Fleet, start: datetime, end: datetime, interval: int, rng: random.Random) -> None:
-    (sn, _), (ss, _) = FRAMES["north"], FRAMES["south"]
+    (sn, mn), (ss, ms) = FRAMES["north"], FRAMES["south"]
     hosts = [
-        Host("aixn01", True, 16, 35, 2.0, 4, sn, 3),
-        Host("aixn02", True, 8, 25, 1.0, 2, sn, 4),
-        Host("aixs01", True, 16, 40, 2.0, 4, ss, 5),
-        Host("aixs02", True, 12, 30, 2.0, 3, ss, 6),
+        Host("aixn01", True, 16, 35, 2.0, 4, sn, 3, machine=mn),
+        Host("aixn02", True, 8, 25, 1.0, 2, sn, 4, machine=mn),
+        Host("aixs01", True, 16, 40, 2.0, 4, ss, 5, machine=ms),
+        Host("aixs02", True, 12, 30, 2.0, 3, ss, 6, machine=ms),
         Host("lnxn01", False, 4, 30, steal_bias=0.5),
         Host("lnxs01", False, 4, 45, steal_bias=2.0),
     ]

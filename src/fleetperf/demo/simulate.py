@@ -26,6 +26,7 @@ class Host:
     serial: str = ""
     lpar_id: int = 0
     steal_bias: float = 0.0
+    machine: str = "9009-42A"  # POWER machine type-model (AAA,MachineType): with the serial, the frame
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def _header(h: Host, first: datetime, interval: int, count: int) -> list[str]:
             "AAA,AIX,7.2.5.0",
             f"AAA,SerialNumber,{h.serial}",
             f"AAA,LPARNumberName,{h.lpar_id},{h.name}",
-            "AAA,MachineType,IBM,9009-42A",
+            f"AAA,MachineType,IBM,{h.machine}",
             f"CPU_ALL,CPU Total {h.name},User%,Sys%,Wait%,Idle%,Busy,PhysicalCPUs",
             f"LPAR,Logical Partition {h.name},{LPAR_HEADER}",
         ]
