@@ -495,7 +495,7 @@ def _inventory(out: Path) -> Path:
             host(f"{serial}-{lpar}", name, site=site)
     for system, (site, model, serial) in CPCS.items():
         cpc = f"{model}-{serial}"
-        host(system, system, site=site, cpc=cpc)
+        host(system, system, site=site, cpc=cpc, platform="zvm-system")  # a name alone says no platform
         prefix = "LNXA" if system == "ZVMA" else "LNXB"
         for n in (1, 2, 3):
             host(f"{system}/{prefix}0{n}", f"{prefix.lower()}0{n}", site=site, cpc=cpc, zvm_system=system)
