@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from fleetperf.cli.sql_client import QueryError, query
+from fleetperf.cli.sql_client import QueryError, query, warehouse_call
 from fleetperf.config import Settings
 from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.publish import ingest
@@ -53,6 +53,7 @@ slow = pytest.mark.skipif(
     reason="slow fault case (restarts the warehouse/Superset or the whole stack): FLEETPERF_TEST_SLOW_FAULTS=1",
 )
 QUIET = {"echo": lambda line: None}
+KAFKA_AWAY_S = 75
 
 
 def _local_only(stack: Settings) -> LocalStack:
@@ -264,9 +265,10 @@ def joined(thread: threading.Thread, timeout: float = 300) -> None:
 
 # --- the cases ----------------------------------------------------------------------------------
 def test_kafka_killed_and_restarted_mid_ingest(stack: Settings, tmp_path: Path) -> None:
-    """SIGKILL of the (single, local) broker after 500 records of ~1100; back 10 s later. The
-    producer's queue and retries carry the records over; nothing is dead-lettered; Flink and the
-    sink reconnect by themselves."""
+    """SIGKILL of the (single, local) broker after 500 records of ~1100, started again 75 s later:
+    longer than the 60 s a backfill's checkpoint flush used to wait before it ended the run
+    (docs/faults.md, F2). The producer's queue and retries carry the records over; nothing is
+    dead-lettered; Flink and the sink reconnect by themselves."""
     local = _local_only(stack)
     files = fleet(tmp_path / "in", seed=2301, start=datetime(2026, 8, 3, 10, 0))
     exp = expected_of(stack, files)
@@ -274,7 +276,7 @@ def test_kafka_killed_and_restarted_mid_ingest(stack: Settings, tmp_path: Path) 
 
     def kill_kafka() -> None:
         assert local.kill("kafka") is not None
-        restart.append(later(10, lambda: local.start(only=("kafka",), **QUIET)))
+        restart.append(later(KAFKA_AWAY_S, lambda: local.start(only=("kafka",), **QUIET)))
 
     producer = FaultAt(stack, at=500, fault=kill_kafka)
     t0 = time.monotonic()
@@ -286,7 +288,7 @@ def test_kafka_killed_and_restarted_mid_ingest(stack: Settings, tmp_path: Path) 
     assert producer.errors == []
     m, recovery = settle(stack, exp)
     report(
-        "kafka SIGKILL mid-ingest, back after 10 s",
+        f"kafka SIGKILL mid-ingest, restarted after {KAFKA_AWAY_S} s",
         m,
         records=producer.produced,
         ingest_s=round(ingest_s, 1),
@@ -341,7 +343,34 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
         producer_registry_waits=producer.registry_waits,
         complete_after_ingest_s=round(recovery, 1),
     )
+    if refinalised(m):
+        # the raw tables and the dead letters are exact all the same; only the known Flink finding
+        # below differs, and the case turns into a failure when it shows any other difference
+        assert_exact({k: v for k, v in m.items() if k not in DERIVED})
+        pytest.xfail(REFINAL_FINDING)
     assert_exact(m)
+
+
+DERIVED = ("derived_windows", "metrics_hourly_v", "metrics_daily_v")
+REFINAL_FINDING = (
+    "known finding (docs/faults.md, F1): a host's stream that pauses mid-window for longer than "
+    "[flink] stream_retain_seconds (45 s in the test stack, 1800 s by default) has that window emitted "
+    "final twice by the Flink job (the samples before the pause, then the rest): the rollups count it "
+    "twice and derived_metrics_v keeps the second, partial value"
+)
+
+
+def refinalised(m: dict[str, Any]) -> bool:
+    """The signature of that finding and nothing else: no window missing or present twice in
+    derived_metrics_v, some with too few samples, and exactly that many windows counted twice in
+    both rollups."""
+    d, h, day = (m[k] for k in DERIVED)
+    wrong = d["wrong_samples"]
+    return (
+        wrong > 0
+        and d["lost"] == d["doubled"] == h["lost"] == day["lost"] == 0
+        and h["doubled"] == day["doubled"] == wrong
+    )
 
 
 def test_flink_killed_mid_ingest_and_restarted_from_checkpoint(stack: Settings, tmp_path: Path) -> None:
@@ -455,26 +484,30 @@ def test_warehouse_killed_mid_sink_and_restarted(stack: Settings, tmp_path: Path
     files = fleet(tmp_path / "b", seed=2306, start=datetime(2026, 8, 8, 10, 0), hosts=6, minutes=120)
     exp = expected_of(stack, files)
     assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
-    seen = 0
-    deadline = time.monotonic() + 60
+    # the raw rows land in one batch per partition within a second; Flink's windows come in a
+    # transaction per checkpoint, so "some windows in, not all" is a moment the sink is mid-stream
+    at_kill: dict[str, Any] = {}
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        seen = measure(stack, exp)["nmon_values"]
-        seen = exp.nmon_values - seen["lost"]
-        if seen > 0:
+        at_kill = measure(stack, exp)
+        if 0 < at_kill["derived_windows"]["lost"] < len(exp.windows):
             break
         time.sleep(0.2)
+    assert 0 < at_kill["derived_windows"]["lost"] < len(exp.windows), f"no moment mid-sink was seen: {at_kill}"
     assert local.kill("warehouse") is not None
     killed = time.monotonic()
     local.start(only=("warehouse",), **QUIET)
     up_s = time.monotonic() - killed
     m, recovery = settle(stack, exp)
+    stats = warehouse_call(stack, "/stats")
     report(
         "warehouse SIGKILL mid-sink, restarted",
         m,
-        nmon_values_at_kill=seen,
-        nmon_values_expected=exp.nmon_values,
+        windows_in_at_kill=len(exp.windows) - at_kill["derived_windows"]["lost"],
+        windows_expected=len(exp.windows),
         warehouse_restart_s=round(up_s, 1),
         complete_after_restart_s=round(recovery, 1),
+        sink_after_restart={k: stats.get(k) for k in ("batches", "replayed_batches", "transient_errors")},
     )
     assert_exact(m)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the Kafka and registry clients cost ~0.2 s to import: `pars
     from fleetperf.kafka_avro import AvroProducer
 
 CHECKPOINT_SNAPSHOTS = 2000
+INTERRUPT_FLUSH_S = 10.0  # Ctrl-C: how long the last checkpoint waits for Kafka
 PENDING_FILES = 64
 # a file modified this recently may still be written (nmon, sadc append to today's file): its end is
 # not taken as complete and the file not as done; `ingest --follow` is the way to read such files live
@@ -130,7 +131,7 @@ class FilePublisher:
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        self.producer.flush()
+        self.producer.flush(timeout=None)  # as long as Kafka is away (see PendingCheckpoints.save)
         self.record()
 
     def record(self, commit: bool = True) -> None:
@@ -214,10 +215,14 @@ class PendingCheckpoints:
         if self.snapshots >= CHECKPOINT_SNAPSHOTS or len(self.files) >= PENDING_FILES:
             self.save()
 
-    def save(self) -> None:
+    def save(self, timeout: float | None = None) -> None:
+        """Flushes, then ledgers the files. By default the flush waits as long as Kafka is away
+        (AvroProducer.flush warns once a minute): produce() already blocks on the bounded queue
+        while Kafka is down, and a checkpoint that gave up after 60 s ended a backfill whose broker
+        was back after 75 s (tests/integration/test_faults.py, docs/faults.md F2)."""
         if not self.files:
             return
-        self.producer.flush()
+        self.producer.flush(timeout=timeout)
         for publisher in self.files:
             publisher.record(commit=False)
         self.ledger.commit()
@@ -375,10 +380,15 @@ def _ingest_files(
                 summary.bytes += size
                 bar.update(size)
         except KeyboardInterrupt:
-            pending.save()  # what Kafka has by now is kept: the next run continues after it
+            # what Kafka has by now is kept: the next run continues after it. Bounded: Ctrl-C while
+            # Kafka is away must end the run; the files not acknowledged are simply not ledgered
+            try:
+                pending.save(timeout=INTERRUPT_FLUSH_S)
+            except RuntimeError as exc:
+                print(f"fleetperf: interrupted; not ledgered (sent again next run): {exc}", file=sys.stderr)
             raise
         pending.save()
-        producer.flush()
+        producer.flush(timeout=None)
     summary.seconds = time.monotonic() - started
     if progress:
         for message in summary.error_lines[:20]:
