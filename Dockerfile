@@ -26,4 +26,6 @@ COPY . .
 RUN cat requirements/superset.lock.txt requirements/fleetperf.txt | sha256sum | cut -c1-16 > .venv/.fleetperf-requirements \
     && N=src/fleetperf/sources/nmon/native && cat $N/Cargo.toml $N/Cargo.lock $N/pyproject.toml $N/src/*.rs | sha256sum | cut -c1-16 \
     > .venv/.fleetperf-nmon-scan
+# what ./fleetperf sets for the CLI, for commands that start Python directly (compose's setup service)
+ENV PYTHONPATH=/app/src:/app
 ENTRYPOINT []

@@ -183,7 +183,7 @@ def test_compose_stack_gives_exact_values_back(compose: Compose, ingested: Path)
         assert actual[key][1] == samples, key
 
 
-def test_compose_superset_serves_the_dashboards(compose: Compose) -> None:
+def test_compose_superset_serves_the_dashboards_and_reads_the_warehouse(compose: Compose, ingested: Path) -> None:
     base = f"http://127.0.0.1:{compose.env['FLEETPERF_SUPERSET_HOST_PORT']}"
     session = requests.Session()
     login = session.post(
@@ -193,9 +193,30 @@ def test_compose_superset_serves_the_dashboards(compose: Compose) -> None:
     )
     assert login.ok, login.text
     session.headers["Authorization"] = f"Bearer {login.json()['access_token']}"
+    csrf = session.get(f"{base}/api/v1/security/csrf_token/", timeout=30).json()["result"]
+    session.headers.update({"X-CSRFToken": csrf, "Referer": base})
     dashboards = session.get(f"{base}/api/v1/dashboard/", timeout=30).json()["result"]
     assert {d["dashboard_title"] for d in dashboards} == {b.title for b in DASHBOARDS}
-    # a chart's data through Superset's own query path (the read-only ClickHouse connection)
-    chart = session.get(f"{base}/api/v1/chart/", timeout=30).json()["result"][0]
-    data = session.get(f"{base}/api/v1/chart/{chart['id']}/data/", timeout=120)
-    assert data.ok, data.text[:2000]
+    page = session.get(f"{base}/superset/dashboard/{dashboards[0]['id']}/", timeout=60)
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    # the file's rows through Superset's own connection to the warehouse (the one its charts use)
+    database = next(
+        d["id"]
+        for d in session.get(f"{base}/api/v1/database/", timeout=30).json()["result"]
+        if d["database_name"] == "fleetperf"
+    )
+    _, _, snaps = snapshots(ingested)
+    result = session.post(
+        f"{base}/api/v1/sqllab/execute/",
+        json={
+            "database_id": database,
+            "sql": f"SELECT count() AS n FROM cpu_samples_v WHERE origin_file = '/tmp/{ingested.name}'",
+            "runAsync": False,
+            "schema": "fleetperf",
+            "tab": "compose smoke",
+            "client_id": secrets.token_hex(5),
+        },
+        timeout=120,
+    )
+    assert result.ok, result.text[:2000]
+    assert int(result.json()["data"][0]["n"]) == len(snaps)
