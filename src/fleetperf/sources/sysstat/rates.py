@@ -362,7 +362,7 @@ def interrupts(cur: list[dict], prev: list[dict], itv: int, nr2: int) -> Iterato
     """Per interrupt (item: its name, "sum" first; the names are those of the "all" block) the rate on
     "all" and on each CPU, as sar: the items are CPU-major (all, CPU0, ...) x nr2 interrupts; a CPU whose
     "sum" was 0 before is left out, one whose "sum" is 0 now (offline) too."""
-    if nr2 < 1 or len(cur) % nr2 or len(prev) != len(cur):
+    if nr2 < 1 or not cur or len(cur) % nr2 or len(prev) != len(cur):
         return
     names = [it.get("irq_name", "") for it in cur[:nr2]]
     now_nr = [it.get("irq_nr", 0) for it in cur]  # the counts alone, once: 2-3 times fewer lookups
@@ -372,14 +372,20 @@ def interrupts(cur: list[dict], prev: list[dict], itv: int, nr2: int) -> Iterato
     show_all = bool(before_nr[0] and now_nr[0])
     if not show_all and not labels:
         return
-    for i in range(nr2):
-        values: Values = {}
-        if show_all:
-            now, before = now_nr[i], before_nr[i]
-            values["all"] = 0.0 if now < before else float(now - before) / itv * 100  # sp_value
-        for label, base in labels:  # unsigned int difference, as sar's
-            values[label] = float((now_nr[base + i] - before_nr[base + i]) & 0xFFFFFFFF) / itv * 100
-        yield names[i], values
+    # one column of rates per CPU shown, each a list comprehension (the per-value work in C), then one dict
+    # per interrupt across the columns
+    keys, columns = [], []
+    if show_all:  # sp_value; a count that went down shows 0
+        keys.append("all")
+        columns.append(
+            [0.0 if n < b else float(n - b) / itv * 100 for n, b in zip(now_nr[:nr2], before_nr[:nr2], strict=True)]
+        )
+    for label, base in labels:  # unsigned int difference, as sar's
+        keys.append(label)
+        now_c, before_c = now_nr[base : base + nr2], before_nr[base : base + nr2]
+        columns.append([float((n - b) & 0xFFFFFFFF) / itv * 100 for n, b in zip(now_c, before_c, strict=True)])
+    for name, row in zip(names, zip(*columns, strict=True), strict=True):
+        yield name, dict(zip(keys, row, strict=False))  # as long by construction; strict costs 50 % here
 
 
 _IO = {"dk_drive": "tps", "dk_drive_rio": "rtps", "dk_drive_rblk": "bread", "dk_drive_wio": "wtps",
