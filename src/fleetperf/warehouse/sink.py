@@ -54,9 +54,9 @@ DEDUP_SETTINGS = {
     "async_insert": 0,
 }
 # Topics whose records the engine decodes and explodes itself (sql/017): topic key -> table fed.
-# Measured (bench/backfill.py, 10.6 MB AIX nmon file, 1.49 M values): fastavro decode 2.0 s,
-# one Python list per value 2.9 s, clickhouse-connect's Native encoding 5.3 s, the engine 1.7 s;
-# the engine reading the Avro itself about 1 s in all.
+# Measured in this process with cProfile (10.6 MB AIX nmon file, 1,870 snapshots, 1.49 M values):
+# fastavro decode 2.0 s, one Python list per value 2.9 s, clickhouse-connect's Native encoding
+# 5.3 s, the engine 1.7 s; the engine reading the Avro itself: about 1 s in all.
 ENGINE_DECODED = {"nmon_snapshots": "nmon_snapshots_in"}
 # An engine-decoded batch is also cut at this many bytes of Avro: one insert's input is one block
 # in the engine (so a broken message fails it before anything is written, sql/017), and ~500
@@ -470,42 +470,43 @@ class Sink:
 
     def _insert_engine_decoded(self, batch: Batch) -> None:
         """One object container per (table, schema id) of the batch, inserted with the batch's token
-        and the schema id (a fixed token whatever else the batch holds). If an insert fails, each
-        message is decoded here: the broken ones become dead letters and the rest is inserted; if
-        none is broken, the failure was the engine's and raises (nothing committed, retried)."""
-        if not batch.engine:
-            return
-        try:
-            self._insert_containers(batch)
-        except Exception:
-            broken = self._broken_messages(batch)
-            if not broken:
-                raise
-            log.warning("sink: %d undecodable message(s) in %s: dead letters", len(broken), batch.token)
-            for msg, reason in broken.values():
-                self.undecodable += 1
-                batch.rows["dead_letters"].append(self._dead_letter(msg, reason))
-            batch.engine = [e for e in batch.engine if e[2].offset() not in broken]
-            self._insert_containers(batch)
-
-    def _insert_containers(self, batch: Batch) -> None:
-        groups: dict[tuple[str, int], list[bytes]] = {}
+        and the schema id (a fixed token whatever else the batch holds). If the insert of a group
+        fails, each of its messages is decoded here: the broken ones become dead letters and the
+        rest of the group is inserted (the failed insert wrote nothing, sql/017); if none is broken,
+        the failure was the engine's and raises (nothing committed, retried)."""
+        groups: dict[tuple[str, int], list[Any]] = {}
         for table, schema_id, msg in batch.engine:
-            groups.setdefault((table, schema_id), []).append(msg.value()[5:])
-        for (table, schema_id), bodies in groups.items():
+            groups.setdefault((table, schema_id), []).append(msg)
+        for (table, schema_id), msgs in groups.items():
             settings = {
                 **DEDUP_SETTINGS,
                 **ENGINE_INSERT_SETTINGS,
                 "insert_deduplication_token": f"{batch.token}@{schema_id}",
             }
-            data = object_container(self.decode.schema_json(schema_id), bodies)
-            self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
+            try:
+                self._insert_container(table, schema_id, msgs, settings)
+            except Exception:
+                broken = self._broken_messages(msgs)
+                if not broken:
+                    raise
+                log.warning("sink: %d undecodable message(s) in %s: dead letters", len(broken), batch.token)
+                for msg, reason in broken.values():
+                    self.undecodable += 1
+                    batch.rows["dead_letters"].append(self._dead_letter(msg, reason))
+                kept = [m for m in msgs if m.offset() not in broken]
+                batch.engine = [e for e in batch.engine if e[2].offset() not in broken]
+                if kept:
+                    self._insert_container(table, schema_id, kept, settings)
 
-    def _broken_messages(self, batch: Batch) -> dict[int, tuple[Any, str]]:
-        """offset -> (message, reason) of the engine-decoded messages that do not decode or make no
-        row, as the Python path judges them (TransientError raises through)."""
+    def _insert_container(self, table: str, schema_id: int, msgs: list[Any], settings: dict[str, Any]) -> None:
+        data = object_container(self.decode.schema_json(schema_id), [m.value()[5:] for m in msgs])
+        self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
+
+    def _broken_messages(self, msgs: list[Any]) -> dict[int, tuple[Any, str]]:
+        """offset -> (message, reason) of the messages that do not decode or make no row, as the
+        Python path judges them (TransientError raises through)."""
         broken = {}
-        for _table, _schema_id, msg in batch.engine:
+        for msg in msgs:
             try:
                 record = self.decode(msg.value())
                 try:
