@@ -224,3 +224,5 @@ def test_the_fleets_inventory_places_hosts_without_hiding_what_they_report(
     assert got["lnxs01"] == ("south", "3906-0D4E5F", "zvm-guest")
     assert got["webs01"] == ("south", "standalone", "linux")
     assert got["ZVMB"] == ("south", "3906-0D4E5F", "zvm-system")  # sql 021: the inventory names it
+    assert got["02D4E5F-5|ent8"] == ("south", "9080-M9S*02D4E5F", "aggregation")
+    assert got["ZVMA/TCPIP"] == ("north", "2964-0A1B2C", "zvm-guest")

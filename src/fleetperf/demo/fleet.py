@@ -490,15 +490,20 @@ def _inventory(out: Path) -> Path:
         lines.extend(f'{k} = "{v}"' for k, v in attributes.items())
         lines.append("")
 
-    for site, (serial, _) in FRAMES.items():
+    for site, (serial, machine) in FRAMES.items():
         for lpar, name in ((3, "aixn01"), (4, "aixn02")) if site == "north" else ((5, "aixs01"), (6, "aixs02")):
             host(f"{serial}-{lpar}", name, site=site)
+        # the LPAR's EtherChannel (entity host|aggregation): on its frame, as nmon names frames
+        lpar, name = (3, "aixn01") if site == "north" else (5, "aixs01")
+        host(f"{serial}-{lpar}|ent8", f"{name}/ent8", site=site, frame_id=f"{machine}*{serial}", platform="aggregation")
     for system, (site, model, serial) in CPCS.items():
         cpc = f"{model}-{serial}"
         host(system, system, site=site, cpc=cpc, platform="zvm-system")  # a name alone says no platform
         prefix = "LNXA" if system == "ZVMA" else "LNXB"
         for n in (1, 2, 3):
             host(f"{system}/{prefix}0{n}", f"{prefix.lower()}0{n}", site=site, cpc=cpc, zvm_system=system)
+        if system == "ZVMA":
+            host("ZVMA/TCPIP", "tcpip", site=site, cpc=cpc, zvm_system=system)
         guest = "lnxn01" if system == "ZVMA" else "lnxs01"
         host(guest, guest, site=site, cpc=cpc, zvm_system=system)
     host("webn01", "webn01", site="north")
