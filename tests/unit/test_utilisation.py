@@ -154,3 +154,27 @@ def test_capacity_of_a_frame_known_only_from_2011_archives(embedded_path: Path) 
     assert abs(slope - 0.1) < 1e-6 and abs(last_peak - 1.9) < 1e-6
     actual = ch.query("SELECT count() FROM capacity_forecast_series WHERE actual IS NOT NULL").result_rows
     assert actual[0][0] == 10
+
+
+def test_capacity_trend_leaves_out_part_days(embedded_path: Path) -> None:
+    """Five whole days of a flat 2.0 processors (hourly windows), then the day in progress with three
+    quiet hours: the trend is flat through the whole days, not pulled down by the part-day, which
+    still shows in the actual series."""
+    day0 = datetime(2026, 3, 1, tzinfo=UTC)
+    records = [
+        _derived("FLAT-LPAR", "physc", 2.0, int((day0 + timedelta(days=d, hours=h)).timestamp() * 1000))
+        for d in range(5)
+        for h in range(24)
+    ]
+    records += [
+        _derived("FLAT-LPAR", "physc", 0.5, int((day0 + timedelta(days=5, hours=h)).timestamp() * 1000))
+        for h in range(3)
+    ]
+    ch = _loaded(embedded_path, "util_partday", records)
+    [(days, last_day, slope, last_peak)] = ch.query(
+        "SELECT days, last_day, slope_per_day, last_peak FROM capacity_forecast_fit"
+    ).result_rows
+    assert days == 5 and last_day.date() == (day0 + timedelta(days=4)).date()
+    assert abs(slope) < 1e-6 and abs(last_peak - 2.0) < 1e-6
+    actual = ch.query("SELECT count() FROM capacity_forecast_series WHERE actual IS NOT NULL").result_rows
+    assert actual[0][0] == 6
