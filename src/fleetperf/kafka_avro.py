@@ -93,8 +93,40 @@ def register_schemas(settings: Settings) -> dict[str, int]:
     ids = {}
     for topic in settings.topics.values():
         client.set_compatibility(topic.subject, settings["registry"]["compatibility"])
-        ids[topic.subject] = client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
+        ids[topic.subject] = register_with_retry(client, topic, REGISTRY_WAIT_S)[0]
     return ids
+
+
+def register_with_retry(client: SchemaRegistryClient, topic: Topic, wait_s: float) -> tuple[int, int]:
+    """(schema id, retries) of a topic's value schema. Retried for up to wait_s: connection errors
+    and 5xx (the registry away or restarting), and Apicurio's 409 "already exists": seen once for a
+    subject registered long before, right after a restart (kafkasql storage) while the stack's
+    start registered the same subjects (tests/integration/test_faults.py, registry case;
+    docs/faults.md F4); a later attempt returns the existing id. Other 4xx (an incompatible
+    schema, credentials) are raised at once."""
+    started = time.monotonic()
+    delay, waits = 1.0, 0
+    while True:
+        try:
+            return client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO")), waits
+        except SchemaRegistryError as exc:
+            status = exc.http_status_code
+            conflict = status == 409 and "already exists" in str(exc)
+            if status is not None and 0 < status < 500 and not conflict:
+                raise
+            error: Exception = exc
+        except Exception as exc:  # noqa: BLE001 - connection refused, timeouts: the registry is away
+            error = exc
+        waited = time.monotonic() - started
+        if waited >= wait_s:
+            raise RuntimeError(
+                f"schema registry unreachable for {waited:.0f}s registering {topic.subject}: {error!r}"
+            ) from error
+        if waits == 0:
+            log.warning("schema registry: %r registering %s; retrying up to %.0fs", error, topic.subject, wait_s)
+        waits += 1
+        time.sleep(min(delay, max(0.1, wait_s - waited)))
+        delay = min(delay * 2, 10.0)
 
 
 class AvroProducer:
@@ -155,34 +187,13 @@ class AvroProducer:
         return frame
 
     def _register(self, topic: Topic) -> int:
-        """The schema id of a topic's subject. A registry that went away mid-run (restart, outage)
-        is waited for, up to registry_wait_s: a topic first used then (the first dead letter of a
-        backfill, a new kind of file under --follow) must not end the run, nothing is published
-        meanwhile. A registry that answers 4xx (an incompatible schema, bad credentials) is
-        not waited for. Whether the registry is there at all is checked before a run starts
+        """A registry that went away mid-run is waited for (register_with_retry): a topic first
+        used then (the first dead letter of a backfill, a new kind of file under --follow) must not
+        end the run. Whether the registry is there at all is checked before a run starts
         (cli.common.check_stack), so a stack that was never up still fails at once."""
-        started = time.monotonic()
-        delay = 1.0
-        while True:
-            try:
-                return self._client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO"))
-            except SchemaRegistryError as exc:
-                status = exc.http_status_code
-                if status is not None and 0 < status < 500:
-                    raise
-                error: Exception = exc
-            except Exception as exc:  # noqa: BLE001 - connection refused, timeouts: the registry is away
-                error = exc
-            waited = time.monotonic() - started
-            if waited >= self.registry_wait_s:
-                raise RuntimeError(
-                    f"schema registry unreachable for {waited:.0f}s registering {topic.subject}: {error!r}"
-                ) from error
-            if delay == 1.0:
-                log.warning("schema registry unreachable (%r); waiting up to %.0fs", error, self.registry_wait_s)
-            self.registry_waits += 1
-            time.sleep(min(delay, max(0.1, self.registry_wait_s - waited)))
-            delay = min(delay * 2, 10.0)
+        schema_id, waits = register_with_retry(self._client, topic, self.registry_wait_s)
+        self.registry_waits += waits
+        return schema_id
 
     def send(self, topic_key: str, record: dict[str, Any], key: str | None = None, headers: Any = None) -> None:
         name, header, schema = self._frame(topic_key)

@@ -302,8 +302,10 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
     """The registry is killed after 200 records and started again 60 s later. The frames of the
     topics already used are cached; the first dead letter (a bad value in the last file) needs the
     registry while it is away: the producer waits for it instead of ending the backfill. Exactly
-    the bad line becomes a dead letter, nothing of the fault."""
+    the bad line becomes a dead letter, nothing of the fault. The Flink job has decoded a sample
+    before (warm_up): a job that has not is finding F5, the next case."""
     local = _local_only(stack)
+    warm_up(stack, tmp_path / "warm", seed=2312, start=datetime(2026, 8, 14, 10, 0))
     files = fleet(tmp_path / "in", seed=2302, start=datetime(2026, 8, 4, 10, 0))
     bad = files[-1]
     lines = bad.read_text().splitlines(keepends=True)
@@ -351,6 +353,57 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
     assert_exact(m)
 
 
+def warm_up(stack: Settings, out: Path, seed: int, start: datetime) -> None:
+    """A small fleet through the whole pipeline: the running Flink job has fetched the sample
+    schema from the registry (its decoders cache it per task)."""
+    files = fleet(out, seed=seed, start=start, hosts=1, minutes=3)
+    assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
+    m, _ = settle(stack, expected_of(stack, files))
+    assert_exact(m)
+
+
+def test_registry_down_when_the_flink_job_has_not_decoded_yet(stack: Settings, tmp_path: Path) -> None:
+    """The Flink job is restarted (its decoders start with no schema cached), then the registry
+    is killed and a fleet ingested with a producer whose schema ids are cached; the registry is
+    back 60 s later. The raw tables must be exact; the derived windows are finding F5: the job's
+    RegistryAvroDeserializer takes 'registry unreachable' for an undecodable record and skips it."""
+    local = _local_only(stack)
+    files = fleet(tmp_path / "in", seed=2308, start=datetime(2026, 8, 10, 10, 0))
+    exp = expected_of(stack, files)
+    flink = local.flink()
+    local.kill("flink")
+    local.start(only=("flink",), **QUIET)
+    log_from = flink.log_file.stat().st_size
+    producer = AvroProducer(stack)
+    for key in ("cpu_samples", "nmon_snapshots", "host_configs"):
+        producer._frame(key)  # the collector side is not under test here: its ids are cached
+    assert local.kill("registry") is not None
+    back = later(60, lambda: local.start(only=("registry",), **QUIET))
+    summary = ingest(stack, [str(f) for f in files], UTC, progress=False, producer=producer)
+    assert summary.errors == 0, summary.error_lines
+    joined(back)
+    m, recovery = settle(stack, exp)
+    with open(flink.log_file, "rb") as log:
+        log.seek(log_from)
+        skipped = sum(1 for line in log if b"skipping undecodable record" in line and b"ConnectException" in line)
+    report(
+        "registry down while a fresh Flink job decodes its first samples",
+        m,
+        flink_records_skipped=skipped,
+        complete_after_registry_back_s=round(recovery, 1),
+    )
+    raw = {k: v for k, v in m.items() if k not in DERIVED}
+    assert_exact(raw)
+    if skipped and any(m[k]["lost"] for k in DERIVED):
+        pytest.xfail(SKIP_FINDING.format(skipped=skipped))
+    assert_exact(m)
+
+
+SKIP_FINDING = (
+    "known finding (docs/faults.md, F5): the Flink job skipped {skipped} samples it could not decode "
+    "because the registry was unreachable (RegistryAvroDeserializer.deserialize logs and drops them); "
+    "their windows are missing"
+)
 DERIVED = ("derived_windows", "metrics_hourly_v", "metrics_daily_v")
 REFINAL_FINDING = (
     "known finding (docs/faults.md, F1): a host's stream that pauses mid-window for longer than "
@@ -474,38 +527,45 @@ def expected_of_text(settings: Settings, src: Path, target: Path) -> Expected:
 
 @slow
 def test_warehouse_killed_mid_sink_and_restarted(stack: Settings, tmp_path: Path) -> None:
-    """A first fleet lands; a second is ingested and the warehouse process (sink + chDB + SQL +
-    Superset) is killed with SIGKILL as soon as its rows start to appear, then started again. The
-    sink cuts the same offset ranges again from sink_batches; ClickHouse drops the blocks it has."""
+    """Half-way through a backfill the producer pauses until the sink has written some of the
+    fleet's rows, then the warehouse process (sink + chDB + SQL + Superset) is killed with SIGKILL
+    while the sink is consuming, and started again while the backfill goes on. The sink cuts the
+    same offset ranges again from sink_batches; ClickHouse drops the blocks it already has."""
     local = _local_only(stack)
-    first = fleet(tmp_path / "a", seed=2305, start=datetime(2026, 8, 7, 10, 0), minutes=20)
-    assert ingest(stack, [str(f) for f in first], UTC, progress=False).errors == 0
-    settle(stack, expected_of(stack, first))
-    files = fleet(tmp_path / "b", seed=2306, start=datetime(2026, 8, 8, 10, 0), hosts=6, minutes=120)
+    files = fleet(tmp_path / "in", seed=2306, start=datetime(2026, 8, 8, 10, 0), hosts=6, minutes=60)
     exp = expected_of(stack, files)
-    assert ingest(stack, [str(f) for f in files], UTC, progress=False).errors == 0
-    # the raw rows land in one batch per partition within a second; Flink's windows come in a
-    # transaction per checkpoint, so "some windows in, not all" is a moment the sink is mid-stream
+    in_files = f"origin_file IN ({_in(files)})"
     at_kill: dict[str, Any] = {}
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        at_kill = measure(stack, exp)
-        if 0 < at_kill["derived_windows"]["lost"] < len(exp.windows):
-            break
-        time.sleep(0.2)
-    assert 0 < at_kill["derived_windows"]["lost"] < len(exp.windows), f"no moment mid-sink was seen: {at_kill}"
-    assert local.kill("warehouse") is not None
-    killed = time.monotonic()
-    local.start(only=("warehouse",), **QUIET)
-    up_s = time.monotonic() - killed
+    restart: list[threading.Thread] = []
+
+    def kill_warehouse() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not at_kill.get("cpu_rows"):
+            rows = _q(stack, f"SELECT count() FROM cpu_samples WHERE {in_files}")
+            at_kill["cpu_rows"] = int(rows[0][0]) if rows else 0
+            time.sleep(0.1)
+        assert local.kill("warehouse") is not None
+        at_kill["killed"] = time.monotonic()
+
+        def back() -> None:
+            local.start(only=("warehouse",), **QUIET)
+            at_kill["up"] = time.monotonic()
+
+        restart.append(later(0, back))
+
+    producer = FaultAt(stack, at=exp.cpu_samples, fault=kill_warehouse)  # ~half: 2 records a snapshot
+    summary = ingest(stack, [str(f) for f in files], UTC, progress=False, producer=producer)
+    assert summary.errors == 0, summary.error_lines
+    joined(restart[0])
+    assert 0 < at_kill["cpu_rows"] < exp.cpu_samples, f"not mid-sink: {at_kill}"
     m, recovery = settle(stack, exp)
     stats = warehouse_call(stack, "/stats")
     report(
         "warehouse SIGKILL mid-sink, restarted",
         m,
-        windows_in_at_kill=len(exp.windows) - at_kill["derived_windows"]["lost"],
-        windows_expected=len(exp.windows),
-        warehouse_restart_s=round(up_s, 1),
+        cpu_rows_at_kill=at_kill["cpu_rows"],
+        cpu_rows_expected=exp.cpu_samples,
+        warehouse_restart_s=round(at_kill["up"] - at_kill["killed"], 1),
         complete_after_restart_s=round(recovery, 1),
         sink_after_restart={k: stats.get(k) for k in ("batches", "replayed_batches", "transient_errors")},
     )
