@@ -64,21 +64,24 @@ def test_item12_pairs_agree_with_the_pattern_they_replace() -> None:
 )
 def test_item12_ten_megabyte_line_is_linear(line: str) -> None:
     text = "ETHERNET STATISTICS (ent0) :\nTransmit Statistics:\n" + line + "\nPackets: 5      Packets: 7\n"
-    started = time.monotonic()
+    # CPU seconds of this process, not wall time: the bound must not trip when the machine is busy
+    # (a CI run on a loaded 2-core machine took 2.04 s of wall time here). The quadratic scan this
+    # replaced took minutes on such a line; linear takes a fraction of a second.
+    started = time.process_time()
     pairs = entstat.pairs(line)
     report = entstat.read(text)  # as the collector reads it (the line is then too long to keep)
-    elapsed = time.monotonic() - started
-    assert elapsed < 2.0, f"{elapsed:.1f} s"
+    elapsed = time.process_time() - started
+    assert elapsed < 8.0, f"{elapsed:.1f} CPU s"
     assert report.adapters["ent0"].receive["Packets"] == 7  # the lines after it are read
     assert len(pairs) in (0, 10_000_000 // 26)
 
 
 def test_item12_hpmstat_long_lines_are_linear() -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU seconds (see above)
     for line in ("[ ] a" + " " * 10_000_000 + "b", "PM_X (" + ")" * 10_000_000, "[" * 10_000_000):
         hpmstat.read("Group: 10\n PM_RUN_CYC (Run cycles) : 5\n" + line + "\n")
         entstat.pairs(line)
-    assert time.monotonic() - started < 2.0
+    assert time.process_time() - started < 8.0
 
 
 # --- item 13: hpmstat values that cannot be published, and time per report ---------------------------
@@ -222,20 +225,21 @@ def test_fuzz_mutants_of_the_test_data() -> None:
     }
     texts = {p.name: p.read_text() for p in sorted(DATA.glob("*.txt"))}
     rng = random.Random(13)
-    started, published, letters, refused = time.monotonic(), 0, 0, 0
+    # CPU seconds of this process: bounds that hold on a busy machine, far below a hang or a quadratic
+    started, published, letters, refused = time.process_time(), 0, 0, 0
     for n in range(400):
         name = rng.choice(sorted(texts))
         kind = "hpmstat" if name.startswith("hpmstat") else "entstat"
         text = texts[name]
         for _ in range(rng.randint(1, 3)):
             text = _mutant(rng, text)
-        t0 = time.monotonic()
+        t0 = time.process_time()
         try:
             emitted = list(collect.from_text(kind, text, WHO, TS, name))
         except CommandOutputError:
             refused += 1  # one clear error for an output with nothing readable
             emitted = []
-        assert time.monotonic() - t0 < 2.0, f"mutant {n} of {name}"
+        assert time.process_time() - t0 < 4.0, f"mutant {n} of {name}"
         for e in emitted:
             assert validate(e.record, schemas[e.topic_key], raise_errors=True)
             json.dumps(e.record, allow_nan=False, ensure_ascii=False).encode("utf-8")
@@ -246,16 +250,16 @@ def test_fuzz_mutants_of_the_test_data() -> None:
             else:
                 published += 1
                 assert TS - 86_400_000 <= e.record["ts"] <= TS
-    assert time.monotonic() - started < 45
+    assert time.process_time() - started < 60
     assert published > 300 and letters > 100
 
 
 def test_hpmstat_sniff_is_linear_and_recognises_its_output() -> None:
     assert hpmstat.sniff(_text("hpmstat_after_lsa.txt").encode())
     assert not hpmstat.sniff(_text("entstat_8023ad.txt").encode())
-    started = time.monotonic()
+    started = time.process_time()
     assert not hpmstat.sniff(b"PM_" + b"\n" * 65536 + b" \t" * 30000)
-    assert time.monotonic() - started < 0.5
+    assert time.process_time() - started < 1.0
 
 
 def test_entstat_two_captures_in_one_file_are_not_merged_silently() -> None:
