@@ -33,7 +33,9 @@ import org.apache.flink.util.OutputTag;
  * windows (is_final=false), so the last minutes of a file do not wait for data that may never
  * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
  * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
- * state is dropped. Samples for a window already closed go to the late side output.
+ * clock stays, marked, one more {@code retain} (then it is dropped), so a sample that still comes
+ * for one of those windows is late, not the start of a second final. Samples for a window already
+ * closed go to the late side output.
  *
  * <p>A stream that says it has ended (its end-of-stream marker, {@link Sample#endOfStream()}: the
  * collector reached the end of the file) does not wait for {@code retain}: its open windows are
@@ -227,12 +229,31 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
       return;
     }
     if (timestamp >= c.lastArrival + retain) {
-      // quiet for `retain`: the stream has ended
+      if (open.isEmpty()) {
+        clock.clear(); // nothing open: a stream ended a `retain` ago (by marker or by silence)
+        return;
+      }
+      // quiet for `retain`: the stream has ended, its open windows are final. Its clock stays one
+      // more `retain`, marked like an end-of-stream marker's, so a sample of the stream that still
+      // comes for one of those windows (the collector was held up longer than `retain`: a registry
+      // or broker outage) goes to the late output instead of opening a partial window whose second
+      // final would replace the first downstream and be counted twice by the rollups (found by
+      // tests/integration/test_faults.py: docs/faults.md F1).
+      long end = Long.MIN_VALUE;
       for (Map.Entry<Long, A> e : open.entries()) {
         emit(e.getKey(), e.getValue(), true, out);
+        end = Math.max(end, e.getKey() + size);
       }
       open.clear();
-      clock.clear();
+      c.finalBefore = Math.max(c.finalBefore, end);
+      c.nextClose = Long.MAX_VALUE;
+      c.flushed = true;
+      long dropAt = timerAt(timestamp + retain);
+      if (dropAt != c.retainTimer) {
+        ctx.timerService().registerProcessingTimeTimer(dropAt);
+        c.retainTimer = dropAt;
+      }
+      clock.update(c);
       return;
     }
     if (timestamp < c.lastArrival + idle) {

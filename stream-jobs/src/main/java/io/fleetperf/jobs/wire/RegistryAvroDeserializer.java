@@ -2,6 +2,7 @@ package io.fleetperf.jobs.wire;
 
 import io.fleetperf.jobs.samples.EndOfStream;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
@@ -23,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * Reads Confluent-framed Avro records of one topic into POJOs: the writer schema comes from the
  * registry by id and is resolved against our reader schema (schemas/), so producers may evolve
  * compatibly. A record that cannot be decoded is logged with topic, partition and offset and
- * skipped; it never stops the job.
+ * skipped; it never stops the job. A registry that does not answer is waited for, never a reason
+ * to skip.
  */
 public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSchema<T> {
   /** GenericRecord -> POJO, shipped with the job. */
@@ -58,10 +60,12 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) throws IOException {
     try {
       // the end-of-stream marker travels as a header beside the Avro body (samples.EndOfStream)
       out.collect(EndOfStream.apply(mapper.apply(decode(record.value())), record.headers()));
+    } catch (InterruptedIOException e) {
+      throw e; // cancelled while waiting for the registry: the record is read again after a restart
     } catch (IOException | RuntimeException e) {
       LOG.warn(
           "skipping undecodable record {}-{}@{}: {}",
@@ -73,7 +77,7 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
     int id = ConfluentWire.schemaId(message);
     GenericDatumReader<GenericRecord> datumReader = readers.get(id);
     if (datumReader == null) {
-      datumReader = new GenericDatumReader<>(registry.schemaById(id), reader);
+      datumReader = new GenericDatumReader<>(schemaWaitingForTheRegistry(id), reader);
       readers.put(id, datumReader);
     }
     decoder =
@@ -83,6 +87,34 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
     reuse.put(id, record);
     return record;
   }
+
+  /**
+   * The writer schema of an id, waiting (backoff 1 s doubling to 30 s) while the registry is away:
+   * a registry outage used to make every record of a schema not cached yet "undecodable" and
+   * skipped, so its windows lost samples (tests/integration/test_faults.py, docs/faults.md F5).
+   * Waiting holds the source's task, so checkpoints wait too; an outage longer than the checkpoint
+   * timeout fails the job, which restarts from its last checkpoint and waits here again.
+   */
+  Schema schemaWaitingForTheRegistry(int id) throws IOException {
+    long backoff = FIRST_BACKOFF_MS;
+    while (true) {
+      try {
+        return registry.schemaById(id);
+      } catch (RegistryClient.UnavailableException e) {
+        LOG.warn("schema id {}: {}; retrying in {} ms (records are not skipped)", id, e.getMessage(), backoff);
+        try {
+          Thread.sleep(backoff);
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException("cancelled waiting for the registry");
+        }
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  static final long FIRST_BACKOFF_MS = 1_000;
+  static final long MAX_BACKOFF_MS = 30_000;
 
   @Override
   public TypeInformation<T> getProducedType() {

@@ -3,6 +3,7 @@ package io.fleetperf.jobs.wire;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -14,6 +15,16 @@ import org.apache.avro.Schema;
 
 /** The two calls of the Confluent-compatible registry API the job needs, with a cache. */
 public final class RegistryClient {
+  /**
+   * The registry did not answer (connection refused, timeout, 5xx): a transient failure the caller
+   * waits out, never a reason to skip a record. A 4xx answer is a plain IOException.
+   */
+  public static final class UnavailableException extends IOException {
+    public UnavailableException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
   private static final ObjectMapper JSON = new ObjectMapper();
   private final String baseUrl;
   private final HttpClient http;
@@ -47,17 +58,22 @@ public final class RegistryClient {
   }
 
   private JsonNode call(HttpRequest.Builder request) throws IOException {
+    HttpResponse<String> response;
     try {
-      HttpResponse<String> response =
-          http.send(request.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
-      if (response.statusCode() / 100 != 2) {
-        throw new IOException(
-            "registry " + response.uri() + " answered " + response.statusCode() + ": " + response.body());
-      }
-      return JSON.readTree(response.body());
+      response = http.send(request.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new IOException("interrupted calling the registry", e);
+      throw new InterruptedIOException("interrupted calling the registry");
+    } catch (IOException e) { // refused, reset, timed out: nothing was answered
+      throw new UnavailableException("registry " + baseUrl + " unreachable: " + e, e);
     }
+    String problem = "registry " + response.uri() + " answered " + response.statusCode() + ": " + response.body();
+    if (response.statusCode() >= 500) {
+      throw new UnavailableException(problem, null);
+    }
+    if (response.statusCode() / 100 != 2) {
+      throw new IOException(problem);
+    }
+    return JSON.readTree(response.body());
   }
 }

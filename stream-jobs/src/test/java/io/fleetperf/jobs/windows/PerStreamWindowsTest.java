@@ -106,9 +106,34 @@ class PerStreamWindowsTest {
     assertEquals(2, out.size());
     assertTrue(out.get(1).isFinal);
     assertEquals(2.0, out.get(1).value, 1e-12);
-    assertEquals(0, harness.numKeyedStateEntries());
-    steal("a", 5_000, 4.0); // the stream's clock is gone with its state: not late any more
-    assertTrue(harness.getSideOutput(LATE) == null);
+    // one more `retain` the ended stream's clock stays: a sample for the window already final
+    // (its collector was held up, e.g. by a registry outage) is late, never a second final
+    steal("a", 5_000, 4.0);
+    assertEquals(1, harness.getSideOutput(LATE).size());
+    harness.setProcessingTime(23_000);
+    assertEquals(2, output().size()); // no early result and no second final of [0, 60 s)
+    harness.setProcessingTime(40_000);
+    assertEquals(2, output().size());
+    assertEquals(0, harness.numKeyedStateEntries()); // then the clock is dropped
+    steal("a", 6_000, 4.0); // a stream gone that long starts afresh
+    assertEquals(1, harness.getSideOutput(LATE).size());
+  }
+
+  @Test
+  void aStreamHeldUpLongerThanRetainGetsNoSecondFinalForTheWindowItPausedIn() throws Exception {
+    steal("a", 10_000, 2.0);
+    steal("a", 20_000, 4.0);
+    harness.setProcessingTime(20_000); // the collector waits for the registry: retain passes
+    List<DerivedMetric> finals = output().stream().filter(m -> m.isFinal).toList();
+    assertEquals(1, finals.size());
+    assertEquals(2, finals.get(0).samples);
+    harness.setProcessingTime(21_000); // it comes back with the rest of the window and the next
+    steal("a", 30_000, 6.0);
+    steal("a", 70_000, 1.0);
+    steal("a", 130_000, 1.0); // closes [60 s, 120 s)
+    List<DerivedMetric> all = output().stream().filter(m -> m.isFinal).toList();
+    assertEquals(List.of(0L, MIN), all.stream().map(m -> m.windowStart).toList());
+    assertEquals(1, harness.getSideOutput(LATE).size()); // the 30 s sample, visible as late
   }
 
   @Test
@@ -236,7 +261,11 @@ class PerStreamWindowsTest {
     harness.setProcessingTime(31_000); // quiet for 20 s after 10.491 s: the stream has ended
     assertEquals(2, output().size());
     assertTrue(output().get(1).isFinal);
+    assertEquals(1, harness.numProcessingTimeTimers()); // the ended stream's clock is dropped at 51 s
+    harness.setProcessingTime(51_000);
     assertEquals(0, harness.numProcessingTimeTimers());
+    assertEquals(0, harness.numKeyedStateEntries());
+    assertEquals(2, output().size());
     assertEquals(13_000, PerStreamWindows.timerAt(13_000));
     assertEquals(14_000, PerStreamWindows.timerAt(13_001));
   }
