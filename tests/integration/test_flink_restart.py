@@ -81,7 +81,7 @@ def test_kill_and_restart_from_checkpoint_gives_each_window_once(stack: Settings
     for f in files:
         expected.update(window_metrics(f))
     # the streams end: after stream_retain_seconds their last windows are final too
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 300  # stream_retain_seconds (90 s in the test stack) after the last sample
     finals: list[dict] = []
     while time.monotonic() < deadline:
         finals = [

@@ -44,8 +44,9 @@ def _env_overrides(state_dir: Path) -> dict[str, str]:
         "FLEETPERF__SUPERSET__PORT": str(free_port()),
         # tests wait for windows to close; keep the early flush short
         "FLEETPERF__FLINK__IDLE_FLUSH_SECONDS": "3",
-        # ... and a stream that went quiet ends sooner, so its last windows become final (rollups, flags)
-        "FLEETPERF__FLINK__STREAM_RETAIN_SECONDS": "45",
+        # ... and a stream that went quiet ends sooner, so its last windows become final (rollups, flags);
+        # longer than the fault suite's outages (60 s), which a stream must outlast without ending
+        "FLEETPERF__FLINK__STREAM_RETAIN_SECONDS": "90",
     }
 
 
