@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                 value = emitted.record if emitted.encoded is None else decode(emitted.topic_key, emitted.encoded)
                 message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": value}
                 try:
-                    out.write(json.dumps(message, allow_nan=False) + "\n")
+                    out.write(_to_json(message) + "\n")
                 except ValueError:  # a non-finite number: never printed as a value
                     problems.append(f"{candidate.path}: a {emitted.topic_key} record held a non-finite number")
         except FILE_ERRORS as exc:
@@ -75,6 +75,11 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     if failed:
         return EXIT_FILE_FAILED
     return EXIT_DEAD_LETTERS if problems else EXIT_OK
+
+
+# One encoder for every message: json.dumps with a non-default argument builds a new encoder per
+# call (7.2 us against 5.6 us a sysstat message here; `parse sadc` writes ~84 messages a record).
+_to_json = json.JSONEncoder(allow_nan=False).encode
 
 
 def _decoder(s: config.Settings):  # noqa: ANN202
