@@ -21,6 +21,23 @@ while IFS='=' read -r name value; do
   printf '%s=%s\n' "$key" "$value" >> "$PROPS"
 done < <(env)
 grep -q '^log.dirs=' "$PROPS" || echo "log.dirs=/var/lib/kafka/data" >> "$PROPS"
+# no configuration given: one combined node on 9092, as the official image starts without variables
+if ! grep -q '^process.roles=' "$PROPS"; then
+  cat >> "$PROPS" <<'DEFAULTS'
+process.roles=broker,controller
+node.id=1
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+advertised.listeners=PLAINTEXT://localhost:9092
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+controller.quorum.voters=1@localhost:9093
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+DEFAULTS
+fi
 LOG_DIR=$(sed -n 's/^log.dirs=//p' "$PROPS" | cut -d, -f1)
 CP="${KAFKA_LIBS_DIR:-/opt/kafka/libs}/*"
 if [ ! -f "$LOG_DIR/meta.properties" ]; then

@@ -148,6 +148,7 @@ def test_kafka_entrypoint_follows_the_official_images_naming(tmp_path: Path) -> 
     # the apache/kafka image's documented rule: KAFKA_ prefix dropped, "_" -> ".", "__" -> "_", "___" -> "-"
     props, calls = entrypoint_properties(
         {
+            "KAFKA_PROCESS_ROLES": "broker",
             "KAFKA_NODE_ID": "7",
             "KAFKA_LISTENER_NAME_INTERNAL_SSL_KEYSTORE__TYPE": "PKCS12",
             "KAFKA_LOG_DIRS": str(tmp_path / "data"),
@@ -158,6 +159,7 @@ def test_kafka_entrypoint_follows_the_official_images_naming(tmp_path: Path) -> 
         tmp_path,
     )
     assert props == {
+        "process.roles": "broker",
         "node.id": "7",
         "listener.name.internal.ssl.keystore_type": "PKCS12",
         "log.dirs": str(tmp_path / "data"),
@@ -167,6 +169,13 @@ def test_kafka_entrypoint_follows_the_official_images_naming(tmp_path: Path) -> 
     assert calls[0].endswith("kafka.tools.StorageTool random-uuid")
     assert "kafka.tools.StorageTool format -t test-cluster-id" in calls[1]
     assert calls[2].startswith("-Xmx300m -cp /opt/kafka/libs/* kafka.Kafka")
+
+
+def test_kafka_entrypoint_without_variables_is_one_combined_node(tmp_path: Path) -> None:
+    props, calls = entrypoint_properties({"KAFKA_LOG_DIRS": str(tmp_path / "data")}, tmp_path)
+    assert props["process.roles"] == "broker,controller" and props["node.id"] == "1"
+    assert props["controller.quorum.voters"] == "1@localhost:9093"
+    assert "kafka.Kafka" in calls[-1]
 
 
 def test_kafka_entrypoint_keeps_formatted_storage(tmp_path: Path) -> None:
