@@ -60,7 +60,8 @@ def test_kill_and_restart_from_checkpoint_gives_each_window_once(stack: Settings
     time.sleep(2)
     flink = LocalStack(stack).flink()
     pid = flink.pid()
-    assert pid is not None
+    if pid is None:
+        pytest.skip("the Flink job is not a local process here (container provider): nothing to kill")
     os.killpg(pid, signal.SIGKILL)
     try:
         os.waitpid(pid, 0)  # the stack was started by this process: reap it, or it lingers as a zombie
