@@ -54,6 +54,7 @@ slow = pytest.mark.skipif(
 )
 QUIET = {"echo": lambda line: None}
 KAFKA_AWAY_S = 75
+REGISTRY_RESTART_AFTER_S = 45
 
 
 def _local_only(stack: Settings) -> LocalStack:
@@ -299,11 +300,12 @@ def test_kafka_killed_and_restarted_mid_ingest(stack: Settings, tmp_path: Path) 
 
 
 def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
-    """The registry is killed after 200 records and started again 60 s later. The frames of the
+    """The registry is killed after 200 records and answers again ~60 s later. The frames of the
     topics already used are cached; the first dead letter (a bad value in the last file) needs the
-    registry while it is away: the producer waits for it instead of ending the backfill. Exactly
+    registry while it is away: the producer waits for it instead of ending the backfill (F3). The
+    AIX stream pauses mid-window meanwhile: its window must still come once, complete (F1). Exactly
     the bad line becomes a dead letter, nothing of the fault. The Flink job has decoded a sample
-    before (warm_up): a job that has not is finding F5, the next case."""
+    before (warm_up); a job that has not is the next case (F5)."""
     local = _local_only(stack)
     warm_up(stack, tmp_path / "warm", seed=2312, start=datetime(2026, 8, 14, 10, 0))
     files = fleet(tmp_path / "in", seed=2302, start=datetime(2026, 8, 4, 10, 0))
@@ -326,7 +328,9 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
             local.start(only=("registry",), **QUIET)
             down["back"] = time.monotonic()
 
-        restart.append(later(60, back))
+        # Apicurio takes 12-30 s to start here: begun at 45 s it answers ~60 s after the kill, inside
+        # the test stack's stream_retain_seconds (90 s), which a paused stream must outlast
+        restart.append(later(REGISTRY_RESTART_AFTER_S, back))
 
     producer = FaultAt(stack, at=200, fault=kill_registry)
     t0 = time.monotonic()
@@ -335,7 +339,7 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
     joined(restart[0])
     assert summary.errors == 1 and summary.failed == 0, summary.error_lines
     assert producer.registry_waits > 0, "the dead letter's schema did not need the registry while it was down"
-    assert time.monotonic() - t0 >= 60 - 1
+    assert down["back"] - down["at"] >= REGISTRY_RESTART_AFTER_S
     m, recovery = settle(stack, exp)
     report(
         "registry SIGKILL mid-ingest, down 60 s",
@@ -345,12 +349,13 @@ def test_registry_down_60s_mid_ingest(stack: Settings, tmp_path: Path) -> None:
         producer_registry_waits=producer.registry_waits,
         complete_after_ingest_s=round(recovery, 1),
     )
-    if refinalised(m):
-        # the raw tables and the dead letters are exact all the same; only the known Flink finding
-        # below differs, and the case turns into a failure when it shows any other difference
-        assert_exact({k: v for k, v in m.items() if k not in DERIVED})
-        pytest.xfail(REFINAL_FINDING)
     assert_exact(m)
+
+
+def _newest_checkpoint(stack: Settings) -> float:
+    """When the newest complete checkpoint of the local job was written (0: none)."""
+    found = [p.stat().st_mtime for p in (stack.state_dir / "flink-checkpoints").glob("*/chk-*/_metadata")]
+    return max(found, default=0.0)
 
 
 def warm_up(stack: Settings, out: Path, seed: int, start: datetime) -> None:
@@ -362,17 +367,27 @@ def warm_up(stack: Settings, out: Path, seed: int, start: datetime) -> None:
     assert_exact(m)
 
 
+@slow
 def test_registry_down_when_the_flink_job_has_not_decoded_yet(stack: Settings, tmp_path: Path) -> None:
     """The Flink job is restarted (its decoders start with no schema cached), then the registry
     is killed and a fleet ingested with a producer whose schema ids are cached; the registry is
-    back 60 s later. The raw tables must be exact; the derived windows are finding F5: the job's
-    RegistryAvroDeserializer takes 'registry unreachable' for an undecodable record and skips it."""
+    back 60 s later. Finding F5: the job's RegistryAvroDeserializer took 'registry unreachable'
+    for an undecodable record and skipped it (298 of 403 windows lost in one run); since 8caa324
+    it waits for the registry. Nothing may be skipped, lost or doubled."""
     local = _local_only(stack)
     files = fleet(tmp_path / "in", seed=2308, start=datetime(2026, 8, 10, 10, 0))
     exp = expected_of(stack, files)
     flink = local.flink()
     local.kill("flink")
     local.start(only=("flink",), **QUIET)
+    # every task up (the sinks' serializers registered their schemas at open): a checkpoint
+    # completes only then. Killed earlier, the job fails over while the registry is away, no
+    # checkpoint passes the skipped records, and the replay after the outage hides the finding
+    first = _newest_checkpoint(stack)
+    deadline = time.monotonic() + 120
+    while _newest_checkpoint(stack) <= first and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _newest_checkpoint(stack) > first, "the restarted job completed no checkpoint"
     log_from = flink.log_file.stat().st_size
     producer = AvroProducer(stack)
     for key in ("cpu_samples", "nmon_snapshots", "host_configs"):
@@ -382,7 +397,7 @@ def test_registry_down_when_the_flink_job_has_not_decoded_yet(stack: Settings, t
     summary = ingest(stack, [str(f) for f in files], UTC, progress=False, producer=producer)
     assert summary.errors == 0, summary.error_lines
     joined(back)
-    m, recovery = settle(stack, exp)
+    m, recovery = settle(stack, exp, limit=150)  # windows of skipped samples never come
     with open(flink.log_file, "rb") as log:
         log.seek(log_from)
         skipped = sum(1 for line in log if b"skipping undecodable record" in line and b"ConnectException" in line)
@@ -392,38 +407,8 @@ def test_registry_down_when_the_flink_job_has_not_decoded_yet(stack: Settings, t
         flink_records_skipped=skipped,
         complete_after_registry_back_s=round(recovery, 1),
     )
-    raw = {k: v for k, v in m.items() if k not in DERIVED}
-    assert_exact(raw)
-    if skipped and any(m[k]["lost"] for k in DERIVED):
-        pytest.xfail(SKIP_FINDING.format(skipped=skipped))
     assert_exact(m)
-
-
-SKIP_FINDING = (
-    "known finding (docs/faults.md, F5): the Flink job skipped {skipped} samples it could not decode "
-    "because the registry was unreachable (RegistryAvroDeserializer.deserialize logs and drops them); "
-    "their windows are missing"
-)
-DERIVED = ("derived_windows", "metrics_hourly_v", "metrics_daily_v")
-REFINAL_FINDING = (
-    "known finding (docs/faults.md, F1): a host's stream that pauses mid-window for longer than "
-    "[flink] stream_retain_seconds (45 s in the test stack, 1800 s by default) has that window emitted "
-    "final twice by the Flink job (the samples before the pause, then the rest): the rollups count it "
-    "twice and derived_metrics_v keeps the second, partial value"
-)
-
-
-def refinalised(m: dict[str, Any]) -> bool:
-    """The signature of that finding and nothing else: no window missing or present twice in
-    derived_metrics_v, some with too few samples, and exactly that many windows counted twice in
-    both rollups."""
-    d, h, day = (m[k] for k in DERIVED)
-    wrong = d["wrong_samples"]
-    return (
-        wrong > 0
-        and d["lost"] == d["doubled"] == h["lost"] == day["lost"] == 0
-        and h["doubled"] == day["doubled"] == wrong
-    )
+    assert skipped == 0, f"the job skipped {skipped} samples while the registry was away (F5)"
 
 
 def test_flink_killed_mid_ingest_and_restarted_from_checkpoint(stack: Settings, tmp_path: Path) -> None:
