@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,17 @@ def _load(stack: Settings, embedded_path: Path, database: str, engine: bool) -> 
     thread.join(timeout=60)
     assert idle_rounds >= 4, f"the sink did not catch up: {sink.stats()}"
     return ch, sink
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """A stack of this module's own: this test publishes the whole nmon corpus again (force), which
+    in the session's stack made later tests see its hosts, its windows and a busy Flink job
+    (test_nmon_ingest found the corpus file already in the ledger, test_pipeline extra windows)."""
+    from tests.providers import services
+
+    with services(tmp_path_factory.mktemp("backfill-stack")) as settings:
+        yield settings
 
 
 def test_engine_decoded_snapshots_hold_every_value_and_the_rows_of_the_python_path(
