@@ -80,17 +80,21 @@ def _first_order_column(tail: str) -> str:
     return f"cityHash64({first})"
 
 
+def _table_head(create: str, database: str) -> tuple[str, str, int]:
+    """Name, column list (with its parentheses) and where the list ends, of a final CREATE TABLE."""
+    head = re.match(rf"CREATE TABLE {re.escape(database)}\.(\w+)\s*", create)
+    if head is None:
+        raise ValueError(f"not a CREATE TABLE of {database}: {create[:120]!r}")
+    cols_end = _balanced(create, head.end())
+    return head.group(1), create[head.end() : cols_end], cols_end
+
+
 def table_ddl(create: str, database: str, cluster: str) -> list[str]:
     """One final `CREATE TABLE db.t (...) ENGINE = XMergeTree(args) tail` -> the replicated local
     table and the Distributed table under the original name. Rows are sharded by the first sorting
     key column (host_id for the samples), so rows one ReplacingMergeTree key describes meet on one
     shard and replace each other there."""
-    head = re.match(rf"CREATE TABLE {re.escape(database)}\.(\w+)\s*", create)
-    if head is None:
-        raise ValueError(f"not a CREATE TABLE of {database}: {create[:120]!r}")
-    name = head.group(1)
-    cols_end = _balanced(create, head.end())
-    columns = create[head.end() : cols_end]
+    name, columns, cols_end = _table_head(create, database)
     engine = re.match(r"\s*ENGINE = (\w+)", create[cols_end:])
     if engine is None or not engine.group(1).endswith("MergeTree"):
         raise ValueError(f"{name}: not a MergeTree table")
@@ -120,12 +124,7 @@ def null_table_ddl(create: str, database: str, cluster: str) -> list[str]:
     a Null `_local` table per shard and a Distributed table under the original name, sharded by
     host_id like the MergeTree tables, so the views on each shard write the rows of the hosts that
     shard holds."""
-    head = re.match(rf"CREATE TABLE {re.escape(database)}\.(\w+)\s*", create)
-    if head is None:
-        raise ValueError(f"not a CREATE TABLE of {database}: {create[:120]!r}")
-    name = head.group(1)
-    cols_end = _balanced(create, head.end())
-    columns = create[head.end() : cols_end]
+    name, columns, cols_end = _table_head(create, database)
     if not re.match(r"\s*ENGINE = `?Null`?", create[cols_end:]):
         raise ValueError(f"{name}: not a Null table")
     shard = "cityHash64(host_id)" if re.search(r"`host_id`", columns) else "rand()"
