@@ -171,12 +171,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     if (c == null) {
       c = new StreamClock();
     }
-    long end = Long.MIN_VALUE;
-    for (Map.Entry<Long, A> e : open.entries()) {
-      emit(e.getKey(), e.getValue(), true, out);
-      end = Math.max(end, e.getKey() + size);
-    }
-    open.clear();
+    long end = finalAll(out);
     long newest = Math.max(c.newest, marker.ts());
     c.finalBefore = Math.max(c.finalBefore, Math.max(end, windowStart(newest, size) + size));
     c.newest = newest;
@@ -191,6 +186,17 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
       c.retainTimer = retainAt;
     }
     clock.update(c);
+  }
+
+  /** Every open window emitted final and dropped; the end of the latest (Long.MIN_VALUE: none). */
+  private long finalAll(Collector<DerivedMetric> out) throws Exception {
+    long end = Long.MIN_VALUE;
+    for (Map.Entry<Long, A> e : open.entries()) {
+      emit(e.getKey(), e.getValue(), true, out);
+      end = Math.max(end, e.getKey() + size);
+    }
+    open.clear();
+    return end;
   }
 
   private boolean closed(long start, long newest) {
@@ -239,12 +245,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
       // or broker outage) goes to the late output instead of opening a partial window whose second
       // final would replace the first downstream and be counted twice by the rollups (found by
       // tests/integration/test_faults.py: docs/faults.md F1).
-      long end = Long.MIN_VALUE;
-      for (Map.Entry<Long, A> e : open.entries()) {
-        emit(e.getKey(), e.getValue(), true, out);
-        end = Math.max(end, e.getKey() + size);
-      }
-      open.clear();
+      long end = finalAll(out);
       c.finalBefore = Math.max(c.finalBefore, end);
       c.nextClose = Long.MAX_VALUE;
       c.flushed = true;
