@@ -206,3 +206,65 @@ def test_clients_bootstrap_from_every_broker_in_cluster_mode() -> None:
     cluster = config.load({"FLEETPERF__STACK__MODE": "cluster"})
     assert cluster.kafka_brokers == 3
     assert cluster.bootstrap == "127.0.0.1:19092,127.0.0.1:19094,127.0.0.1:19096"
+
+
+def _metadata(folder: Path, mtime: float) -> None:
+    import os
+
+    folder.mkdir(parents=True)
+    (folder / "_metadata").write_text("x")
+    os.utime(folder / "_metadata", (mtime, mtime))
+
+
+def test_restore_points_newest_first_savepoints_and_retained_checkpoints(tmp_path: Path) -> None:
+    """A JobManager killed without `down` leaves only retained checkpoints (<dir>/<job>/chk-N); the
+    newest state wins whichever kind it is; incomplete ones and set-aside layouts never."""
+    assert cluster.restore_points(tmp_path) == []
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-1", 1000)
+    _metadata(tmp_path / "flink-checkpoints" / "job-a" / "chk-7", 2000)
+    _metadata(tmp_path / "flink-checkpoints" / "job-a" / "chk-6", 1500)
+    _metadata(tmp_path / "flink-checkpoints" / "superseded-layout-2" / "job-0" / "chk-99", 9000)
+    _metadata(tmp_path / "flink-checkpoints" / "superseded-layout-2" / "chk-98", 9000)
+    (tmp_path / "flink-checkpoints" / "job-b" / "chk-8").mkdir(parents=True)  # in progress: no _metadata
+    assert cluster.restore_points(tmp_path) == [
+        ("checkpoint", tmp_path / "flink-checkpoints" / "job-a" / "chk-7"),
+        ("checkpoint", tmp_path / "flink-checkpoints" / "job-a" / "chk-6"),
+        ("savepoint", tmp_path / "flink-savepoints" / "savepoint-1"),
+    ]
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-2", 3000)  # a `down` after those checkpoints
+    assert cluster.restore_points(tmp_path)[0] == ("savepoint", tmp_path / "flink-savepoints" / "savepoint-2")
+
+
+class _FakeRest:
+    """Records run requests; refuses the paths in `refuse` the way the REST API answers (RuntimeError)."""
+
+    def __init__(self, refuse: set[Path]) -> None:
+        self.refuse, self.runs = refuse, []
+
+    def upload(self, jar: Path) -> str:
+        return "jar-1"
+
+    def run(self, jar_id: str, args: list[str], parallelism: int, savepoint: Path | None) -> str:
+        self.runs.append(savepoint)
+        if savepoint in self.refuse:
+            raise RuntimeError("Flink REST POST /jars/jar-1/run: 500 cannot read _metadata")
+        return "job-2"
+
+
+def test_submit_restores_the_newest_state_and_falls_back(tmp_path: Path) -> None:
+    stack = LocalStack(_settings(STACK__MODE="cluster", STATE__DIR=str(tmp_path)))
+    assert isinstance(stack, cluster.ClusterStack)
+    lines: list[str] = []
+    fresh = _FakeRest(set())
+    assert stack._submit(fresh, tmp_path / "job.jar", lines.append) == "job-2"
+    assert fresh.runs == [None]  # nothing to restore: a fresh start
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-1", 1000)
+    _metadata(tmp_path / "flink-checkpoints" / "job-a" / "chk-7", 2000)
+    broken = tmp_path / "flink-checkpoints" / "job-a" / "chk-7"
+    rest = _FakeRest({broken})
+    assert stack._submit(rest, tmp_path / "job.jar", lines.append) == "job-2"
+    assert rest.runs == [broken, tmp_path / "flink-savepoints" / "savepoint-1"]
+    assert any("restoring from checkpoint" in line and str(broken) in line for line in lines)
+    assert any("cannot restore from" in line for line in lines)
+    with pytest.raises(RuntimeError, match="could not be restored"):
+        stack._submit(_FakeRest({broken, tmp_path / "flink-savepoints" / "savepoint-1"}), tmp_path / "j", lines.append)

@@ -2,7 +2,8 @@
 as the local default, but Kafka as 3 KRaft brokers (replication factor 3, min.insync.replicas 2)
 and Flink as a standalone session cluster (JobManager + 2 TaskManagers) started from Flink's own
 Maven Central artifacts, with the job jar submitted over the REST API the way `flink run` does.
-`down` stops the job with a savepoint; `up` resumes from the newest one.
+`down` stops the job with a savepoint; `up` resumes from the newest savepoint or retained
+checkpoint (a JobManager killed without `down` leaves only checkpoints; see restore_points).
 
 Everything still runs on 127.0.0.1 under the state directory; it exists to exercise the
 multi-process failure modes (a broker or TaskManager killed) that one JVM cannot show.
@@ -185,6 +186,26 @@ def newest_savepoint(directory: Path) -> Path | None:
         return None
     done = [p.parent for p in directory.glob("*/_metadata")]
     return max(done, key=lambda p: p.stat().st_mtime) if done else None
+
+
+def restore_points(state: Path) -> list[tuple[str, Path]]:
+    """Every complete savepoint and retained checkpoint under the state directory, newest first, as
+    ("savepoint" | "checkpoint", folder). Ordered by the _metadata file's time: Flink writes that file
+    last (through a recoverable writer on a local file system: it appears whole or not at all), so
+    it dates the state. Checkpoints are `<dir>/<job id>/chk-N/_metadata`; they survive a JobManager
+    that was killed (nobody is left to delete them) and a cancelled job (RETAIN_ON_CANCELLATION).
+    Folders the local job set aside for an older state layout (`superseded-*`) are not candidates."""
+    found: list[tuple[float, str, Path]] = []
+    savepoints, checkpoints = state / "flink-savepoints", state / "flink-checkpoints"
+    if savepoints.is_dir():
+        found += [(m.stat().st_mtime, "savepoint", m.parent) for m in savepoints.glob("*/_metadata")]
+    if checkpoints.is_dir():
+        found += [
+            (m.stat().st_mtime, "checkpoint", m.parent)
+            for m in checkpoints.glob("*/chk-*/_metadata")
+            if not m.parent.parent.name.startswith("superseded-")
+        ]
+    return [(kind, path) for _, kind, path in sorted(found, key=lambda f: f[0], reverse=True)]
 
 
 def _multipart(field: str, path: Path) -> tuple[bytes, str]:
@@ -507,16 +528,33 @@ class ClusterStack(LocalStack):
                 raise RuntimeError(f"TaskManagers did not register; last log lines:\n{tms[0].tail()}")
             time.sleep(0.5)
         if rest.running_job() is None:
-            savepoint = newest_savepoint(self.savepoint_dir)
-            if savepoint is not None:
-                echo(f"  flink      restoring from savepoint {savepoint}")
-            jar_id = rest.upload(jar)
-            rest.run(jar_id, self.job_args(), cluster_parallelism(self.s), savepoint)
+            self._submit(rest, jar, echo)
         while (job := rest.running_job()) is None or not rest.all_tasks_running(job):
             if time.monotonic() > deadline + 60:
                 raise RuntimeError(f"the job is not RUNNING; last JobManager log lines:\n{jm.tail()}")
             time.sleep(0.5)
         return jm.where
+
+    def _submit(self, rest: FlinkRest, jar: Path, echo: Callable[[str], object]) -> str:
+        """Submits the job from the newest restore point: the savepoint of the last `down`, or a
+        retained checkpoint when the cluster lost the job without one (JobManager killed: a
+        standalone session cluster without HA forgets its jobs; the files stay). Without that the
+        job would start from the consumer group's committed offsets with empty window state, and the
+        windows open at the crash would be emitted from only the samples after it. A restore point
+        the run request is refused for is named and the next older one tried (a failure later, when
+        the JobManager reads the state, shows as a job that does not reach RUNNING)."""
+        jar_id = rest.upload(jar)
+        failures: list[str] = []
+        for kind, path in restore_points(self.state)[:3]:
+            echo(f"  flink      restoring from {kind} {path}")
+            try:
+                return rest.run(jar_id, self.job_args(), cluster_parallelism(self.s), path)
+            except RuntimeError as exc:
+                failures.append(f"{path}: {exc}")
+                echo(f"  flink      cannot restore from {path}: {str(exc)[:300]}")
+        if failures:
+            raise RuntimeError("the job could not be restored from its newest state:\n" + "\n".join(failures))
+        return rest.run(jar_id, self.job_args(), cluster_parallelism(self.s), None)
 
     def stop(self, echo: Callable[[str], object] = print) -> None:
         procs = self.processes()
@@ -531,9 +569,9 @@ class ClusterStack(LocalStack):
                     location = self.rest().stop_with_savepoint(job, self.savepoint_dir)
                     echo(f"  flink      savepoint {location}")
             except (OSError, RuntimeError) as exc:
-                # the cluster still stops; the next start resumes from the newest checkpoint's data
-                # only if a savepoint exists, so say plainly that none was taken
-                echo(f"  flink      no savepoint taken: {exc}")
+                # the cluster still stops; the next start resumes from the newest retained
+                # checkpoint instead (restore_points), which is older than a savepoint would be
+                echo(f"  flink      no savepoint taken ({exc}); the next up restores the newest checkpoint")
         brokers = [p for name, p in procs.items() if name.startswith("kafka-")]
         for name in reversed(list(procs)):
             if name == "warehouse" or name.startswith("kafka-"):
