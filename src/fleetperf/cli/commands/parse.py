@@ -53,7 +53,16 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                 print(f"cannot read {candidate.path}: {problem}", file=sys.stderr)
             continue
         try:
-            for emitted in source.read(Path(candidate.path), args):
+            # a source may write its messages' JSON lines itself (the native sadc path): Lines, a tuple
+            read_lines = getattr(source, "read_lines", None)
+            items = (
+                read_lines(Path(candidate.path), args, names) if read_lines else source.read(Path(candidate.path), args)
+            )
+            for emitted in items:
+                if isinstance(emitted, tuple):
+                    out.write(emitted.text)
+                    counts[emitted.topic_key] += emitted.count
+                    continue
                 if emitted.topic_key == "dead_letters":
                     r = emitted.record
                     where = f"line {r['line']}, " if r["line"] else ""

@@ -16,7 +16,17 @@ from typing import Any, BinaryIO
 
 from fleetperf.sources.sysstat import layouts as lay
 
+try:  # the native hot path (sources/sysstat/native, built by ./fleetperf); absent without a Rust toolchain
+    import fleetperf_sadc_native as _native
+except ImportError:
+    _native = None
+
 Counters = dict[str, Any]
+
+
+def native_available() -> bool:
+    """The native module is built and not turned off (FLEETPERF_SADC_PARSER=python, to compare or rule it out)."""
+    return _native is not None and os.environ.get("FLEETPERF_SADC_PARSER") != "python"
 
 
 class FormatError(ValueError):
@@ -80,6 +90,17 @@ class Record:
     comment: str | None = None
     stats: dict[int, list[Counters]] = field(default_factory=dict)  # activity id -> items
     real_clock: bool = False  # the file's times come from a real clock (hh:mm:ss agree with them)
+    # the native path's counters (then `stats` is filled only on demand, by `decoded`)
+    native: Any = None
+
+
+def decoded(rec: Record, header: FileHeader) -> dict[int, list[Counters]]:
+    """A record's counters as dicts, made by the Python decoders from the bytes the native path read."""
+    if rec.native is not None and not rec.stats:
+        data, spans = rec.native.raw()
+        acts = header.activities
+        rec.stats = {acts[i].id: acts[i].decoder.decode_many(data, off, n) for i, off, n in spans}  # type: ignore[union-attr]
+    return rec.stats
 
 
 @dataclass(frozen=True)
@@ -216,9 +237,25 @@ class SaFile:
         self._ss_last = False  # whether they did in the record parsed last
         self._last_stats: Record | None = None  # the last good statistics record since the last restart
         self.header = self._read_header()
+        self._nspec = self._native_spec()
         self._u32 = struct.Struct(e + "I")
         self._i32 = struct.Struct(e + "i")
         self._u64 = struct.Struct(e + "Q")
+
+    def _native_spec(self) -> Any:
+        """The activities as the native path reads them: each decoder's struct format and field names (the
+        layouts of layouts.py, compiled here), None when it is off or cannot take them."""
+        if not native_available():
+            return None
+        acts = []
+        for a in self.header.activities:
+            d = a.decoder
+            spec = (d.items.format, d.names, d.chars) if d is not None else (None, None, None)
+            acts.append((a.id, a.name, a.nr, a.nr2, a.size, a.has_nr, lay.ITEM_MAX.get(a.id, lay.NR_MAX), *spec))
+        try:
+            return _native.Spec(self._e == ">", acts)
+        except (ValueError, OverflowError, TypeError):
+            return None
 
     # --- header --------------------------------------------------------------------------------
 
@@ -535,8 +572,8 @@ class SaFile:
         if rtype in (lay.R_STATS, lay.R_LAST_STATS):
             if extra_next:
                 body = self._skip_extra(body)
-            stats, body = self._stats(body, counted=True)
-            return Record("stats", off, body, uptime_cs, ust_time, stats=stats)
+            stats, body, nat = self._stats(body, counted=True)
+            return Record("stats", off, body, uptime_cs, ust_time, stats=stats, native=nat)
         if rtype == lay.R_RESTART:
             d = self._need(body, 4, "restart record")
             cpu_nr = self._i32.unpack_from(d, body)[0]
@@ -570,8 +607,8 @@ class SaFile:
         uptime_cs = (uptime0 or uptime) * 100 // self.hz_for_old
         body = off + lay.OLD_RECORD_HEADER_SIZE
         if rtype in (lay.R_STATS, lay.R_LAST_STATS):
-            stats, body = self._stats(body, counted=False)
-            return Record("stats", off, body, uptime_cs, ust_time, stats=stats)
+            stats, body, nat = self._stats(body, counted=False)
+            return Record("stats", off, body, uptime_cs, ust_time, stats=stats, native=nat)
         if rtype == lay.R_RESTART:
             cpu_nr = None
             if hdr.format_magic == lay.FORMAT_2173:
@@ -652,8 +689,21 @@ class SaFile:
         for i, a in enumerate(acts):
             if a.id == aid:
                 acts[i] = Activity(a.id, a.magic, nr, a.nr2, a.has_nr, a.size, a.types, a.decoder)
+        self._nspec = self._native_spec()
 
-    def _stats(self, off: int, counted: bool) -> tuple[dict[int, list[Counters]], int]:
+    def _stats(self, off: int, counted: bool) -> tuple[dict[int, list[Counters]], int, Any]:
+        """(counters by activity id, end, None), or ({}, end, native counters) on the native path."""
+        spec = self._nspec
+        while spec is not None:
+            r = _native.stats(spec, self.data, off, counted)
+            if r[0] == 2:
+                return {}, r[1], r[2]
+            if r[0] == 0:  # the window must hold more first: read, or the file ends (the same error as below)
+                self._need(r[1], r[2], r[3])
+            elif r[0] == 1:
+                raise FormatError(r[1], r[2])
+            else:  # anything unexpected: this record the Python way
+                break
         d = self.data
         size = len(d)
         out: dict[int, list[Counters]] = {}
@@ -674,7 +724,7 @@ class SaFile:
             if a.decoder is not None:
                 out[a.id] = a.decoder.decode_many(d, off, nr * a.nr2)
             off += total
-        return out, off
+        return out, off, None
 
 
 def open_bytes(data: bytes, path: str = "", hz: int | None = None, check_times: bool = True) -> SaFile:

@@ -4,21 +4,53 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
+from fleetperf.sources.sysstat.rates import (
+    MEMUSED_AVAIL,
+    MEMUSED_FREE,
+    MEMUSED_UNUSED,
+    cpu_line,
+    memused_rule,
+    parse_version,
+    sections,
+)
 from fleetperf.sources.sysstat.rates import RATE_SECTIONS as _RATE_SECTIONS
-from fleetperf.sources.sysstat.rates import cpu_line, parse_version, sections
-from fleetperf.sources.sysstat.reader import FileHeader, FormatError, Problem, Record, SaFile, open_bytes, open_stream
+from fleetperf.sources.sysstat.reader import (
+    FileHeader,
+    FormatError,
+    Problem,
+    Record,
+    SaFile,
+    _native,
+    decoded,
+    native_available,
+    open_bytes,
+    open_stream,
+)
 
 SOURCE = "sadc"
 MAX_INTERVAL_CS = 31 * 86400 * 100  # a longer gap between two records is damage, not an interval
 MAX_RATE = 1e13  # per second: no counter sar shows grows faster (a wrapped or damaged one does)
 MAX_LEVEL = float(1 << 53)  # kB, counts: beyond a double's integers is damage
 PERCENT_SECTIONS = {"cpu-load-all"}
+_RULES = {MEMUSED_FREE: 0, MEMUSED_UNUSED: 1, MEMUSED_AVAIL: 2}  # the native path's memused rule numbers
+# `parse`'s JSON encoder (cli/commands/parse.py's): the native path writes the same text
+_to_json = json.JSONEncoder(allow_nan=False).encode
+
+
+class Lines(NamedTuple):
+    """`count` sysstat_samples messages already written as `parse`'s JSON lines (the native path)."""
+
+    text: str
+    count: int
+    topic_key: str = "sysstat_samples"
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,7 @@ class Collector:
     """One file's records in order -> Emitted. Keeps the previous statistics record between calls,
     so a file read in pieces (live mode) gives the same records as one read at once."""
 
-    def __init__(self, header: FileHeader, path: str, options: Options) -> None:
+    def __init__(self, header: FileHeader, path: str, options: Options, topics: dict[str, str] | None = None) -> None:
         self.header = header
         self.path = path
         self.name = Path(path).name
@@ -64,6 +96,10 @@ class Collector:
         self.sar = options.sar or parse_version(header.version)
         self.nr2 = {a.id: a.nr2 for a in header.activities}
         self.sequence = 0  # records seen: the resume position (Emitted.snapshot)
+        # the native path: sar's arithmetic and the range checks in native code; with `topics` (topic key ->
+        # name, as `parse` prints them) the sysstat_samples come as Lines of JSON text, else as Emitted
+        self.ctx = _native.Ctx(_RULES[memused_rule(self.sar)], self.nr2) if native_available() else None
+        self.topic = topics["sysstat_samples"] if topics else None
 
     def host_config(self) -> Emitted:
         h = self.header
@@ -147,10 +183,49 @@ class Collector:
             "origin_file": self.name,
             "origin_offset": cur.offset,
         }
+        out = None
+        if self.ctx is not None and cur.native is not None and prev.native is not None:
+            prefix = None
+            if self.topic is not None:  # the text of each line before its "section"
+                prefix = _to_json({"topic": self.topic, "key": self.host_id, "value": base})[:-2] + ", "
+            out = _native.interval(self.ctx, prev.native, cur.native, itv or 1, plausible, prefix)
+        if out is not None:
+            segments, cpu_all, online = out
+            if cpu_all is not None:
+                cpu_all = dict(zip(_CPU_OUT, cpu_all, strict=True))
+            for seg in segments:
+                if len(seg) == 2:
+                    yield Lines(*seg)
+                elif type(seg[2]) is str:
+                    section, item, bad = seg
+                    text = f"record at offset {cur.offset}: {section} {item or '-'} {bad}; not published"
+                    yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
+                else:
+                    section, item, values = seg
+                    yield Emitted("sysstat_samples", {**base, "section": section, "item": item, "metrics": values},
+                                  self.host_id, self.sequence, None, len(values))  # fmt: skip
+        else:
+            box: list = []
+            yield from self._rows(prev, cur, itv, plausible, base, box)
+            cpu_all, online = box
+        if cpu_all is not None and self._interval_s(base, cpu_all, online, prev, cur) is not None:
+            line = cpu_line(cpu_all)
+            # each figure of sar's is in range, their sums (user incl. guest, system incl. irq/soft) must be too
+            bad = [f"{k} = {v!r}" for k, v in line.items() if not 0 <= v <= 100.0001]
+            if bad:
+                text = f"record at offset {cur.offset}: CPU line {', '.join(bad)} out of range; not published"
+                yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
+            else:
+                yield Emitted("cpu_samples", self._cpu_sample(base, cpu_all, online, prev, cur), key=self.host_id,
+                              snapshot=self.sequence)  # fmt: skip
+
+    def _rows(self, prev: Record, cur: Record, itv: int, plausible: bool, base: dict, box: list) -> Iterator[Emitted]:
+        """The interval's sysstat_samples the Python way; box gets [cpu "all" figures or None, online CPUs]."""
         cpu_all = None
         online = 0
         host_id, sequence = self.host_id, self.sequence
-        for section, items in sections(cur.stats, prev.stats, itv or 1, self.sar, self.nr2, rates=plausible):
+        now, before = decoded(cur, self.header), decoded(prev, self.header)
+        for section, items in sections(now, before, itv or 1, self.sar, self.nr2, rates=plausible):
             bound = 100.0001 if section in PERCENT_SECTIONS else MAX_RATE
             for item, values in items:
                 # _out_of_range's test for the common case, inline (a call per row was a tenth of the time);
@@ -184,21 +259,13 @@ class Collector:
                     None,
                     len(values),
                 )
-        if cpu_all is not None and self._interval_s(base, cpu_all, online, prev, cur) is not None:
-            line = cpu_line(cpu_all)
-            # each figure of sar's is in range, their sums (user incl. guest, system incl. irq/soft) must be too
-            bad = [f"{k} = {v!r}" for k, v in line.items() if not 0 <= v <= 100.0001]
-            if bad:
-                text = f"record at offset {cur.offset}: CPU line {', '.join(bad)} out of range; not published"
-                yield dead_letter(SOURCE, self.path, 0, cur.offset, text, "")
-            else:
-                yield Emitted("cpu_samples", self._cpu_sample(base, cpu_all, online, prev, cur), key=self.host_id,
-                              snapshot=self.sequence)  # fmt: skip
+        box[:] = [cpu_all, online]
 
     def _interval_s(self, base: dict, v: dict[str, float], online: int, prev: Record, cur: Record) -> float | None:
         interval = base["interval_s"]
         if interval is None:  # fall back on the CPUs' own clock: jiffies of "all" / CPUs / HZ
-            jiffies = sum(cur.stats[lay.A_CPU][0].get(f, 0) - prev.stats[lay.A_CPU][0].get(f, 0) for f in _JIFFY_FIELDS)
+            now, before = decoded(cur, self.header)[lay.A_CPU][0], decoded(prev, self.header)[lay.A_CPU][0]
+            jiffies = sum(now.get(f, 0) - before.get(f, 0) for f in _JIFFY_FIELDS)
             interval = jiffies / max(online, 1) / (self.header.hz or 100)
             if not 0 < interval <= MAX_INTERVAL_CS / 100:
                 return None  # the counters are damaged too: nothing to publish
@@ -223,6 +290,7 @@ class Collector:
         }
 
 
+_CPU_OUT = ("usr", "nice", "sys", "iowait", "steal", "irq", "soft", "guest", "gnice", "idle")
 _JIFFY_FIELDS = ("user", "nice", "sys", "iowait", "idle", "steal", "hardirq", "softirq")
 
 
@@ -250,25 +318,28 @@ def _problem_text(p: Problem) -> str:
     return f"{p.message}{where}"
 
 
-def records_of_bytes(data: bytes, path: str, options: Options) -> Iterator[Emitted]:
-    """Every record of a complete file; a file that cannot be read at all gives one dead letter."""
+def records_of_bytes(
+    data: bytes, path: str, options: Options, topics: dict[str, str] | None = None
+) -> Iterator[Emitted | Lines]:
+    """Every record of a complete file; a file that cannot be read at all gives one dead letter. With `topics`
+    (topic key -> name) the native path gives the sysstat_samples as Lines of `parse`'s JSON."""
     try:
         sa = open_bytes(data, path, options.hz, not options.trust_times)
     except FormatError as exc:
         yield dead_letter(SOURCE, path, 0, exc.offset, f"{Path(path).name}: {exc}", data[:64].hex())
         return
-    yield from _emitted(sa, path, options)
+    yield from _emitted(sa, path, options, topics)
 
 
-def _emitted(sa: SaFile, path: str, options: Options) -> Iterator[Emitted]:
-    collector = Collector(sa.header, path, options)
+def _emitted(sa: SaFile, path: str, options: Options, topics: dict[str, str] | None) -> Iterator[Emitted | Lines]:
+    collector = Collector(sa.header, path, options, topics)
     yield collector.host_config()
     yield from collector.header_problems()
     for item in sa.records():
         yield from collector.feed(item)
 
 
-def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
+def records_of_file(path: Path, options: Options, topics: dict[str, str] | None = None) -> Iterator[Emitted | Lines]:
     """As records_of_bytes, reading the file through a window: memory does not grow with its size."""
     with open(path, "rb") as handle:
         try:
@@ -277,7 +348,7 @@ def records_of_file(path: Path, options: Options) -> Iterator[Emitted]:
             handle.seek(0)
             yield dead_letter(SOURCE, str(path), 0, exc.offset, f"{path.name}: {exc}", handle.read(64).hex())
             return
-        yield from _emitted(sa, str(path), options)
+        yield from _emitted(sa, str(path), options, topics)
 
 
 class Tail:

@@ -13,6 +13,7 @@ from fleetperf.sources.base import Tail as BaseTail
 if TYPE_CHECKING:  # the reader is imported when a file is read, not when the registry lists the sources
     from fleetperf.ingest.records import Emitted
     from fleetperf.sources.sysstat import records as sadc
+    from fleetperf.sources.sysstat.records import Lines
 
 OPTIONS = (
     Option(("--hz",), {"type": int, "help": "sadc: jiffies per second of the host of a pre-11.7 file (default 100)"}),
@@ -64,6 +65,13 @@ class SadcSource(Source):
 
         # the summary counts the figures: each sysstat_samples record carries their number (Emitted.values)
         return records_of_file(path, options_of(opts))
+
+    def read_lines(self, path: Path, opts: argparse.Namespace, topics: dict[str, str]) -> Iterator[Emitted | Lines]:
+        """As `read`, for `fleetperf parse`: on the native path the sysstat_samples come as Lines, their JSON
+        lines already written (topics: topic key -> the name each message carries)."""
+        from fleetperf.sources.sysstat.records import records_of_file
+
+        return records_of_file(path, options_of(opts), topics)
 
     def tail(self, path: Path, opts: argparse.Namespace) -> BaseTail:
         from fleetperf.sources.sysstat.records import Tail
