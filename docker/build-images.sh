@@ -7,7 +7,7 @@
 #   jre        Debian's openjdk-17-jre-headless                        (docker/jre/Dockerfile)
 #   kafka      the native stack's Kafka jars from Maven Central        (docker/kafka/)
 #   registry   the native stack's Apicurio Registry distribution       (docker/registry/Dockerfile)
-#   flink      the native cluster mode's Flink jars (JobManager, TaskManagers)  (docker/flink/)
+#   flink      the native cluster mode's Flink jars, used like the official image (docker/flink/)
 #   python     Debian's python3.11, base of the repository's Dockerfile  (docker/python/Dockerfile)
 #   rust       Debian's rustc-web/cargo-web, the Dockerfile's nmon scanner stage  (docker/rust/Dockerfile)
 #   fleetperf  the repository's Dockerfile on the two above
@@ -88,7 +88,9 @@ registry() {
     --build-arg "REGISTRY_HEAP=$REGISTRY_HEAP"
 }
 flink() {
-  build flink "$(stage flink "$FLINK_LIB=lib" docker/flink/Dockerfile=Dockerfile)" \
+  build flink "$(stage flink "$FLINK_LIB=lib" docker/flink/Dockerfile=Dockerfile docker/flink/entrypoint.sh=entrypoint.sh \
+    docker/flink/flink=flink docker/flink/config.yaml=config.yaml \
+    docker/flink/log4j-console.properties=log4j-console.properties)" \
     --build-arg "JRE_IMAGE=$(image jre)" --build-arg "FLINK_VERSION=$FLINK_VERSION"
 }
 fleetperf() {

@@ -78,9 +78,13 @@ class Settings:
 
     @property
     def bootstrap(self) -> str:
-        """Every broker of the stack: one locally; in cluster mode broker i listens on port + 2i (so a
-        client started while the first broker is down still finds the cluster)."""
+        """Every broker of the stack: [kafka] bootstrap when set (brokers that are not the local
+        stack's, e.g. compose's cluster profile); else one locally, and in cluster mode broker i on
+        port + 2i (so a client started while the first broker is down still finds the cluster)."""
         k = self["kafka"]
+        explicit = str(k.get("bootstrap", "")).strip()
+        if explicit:
+            return explicit
         return ",".join(f"{k['host']}:{int(k['port']) + 2 * i}" for i in range(self.kafka_brokers))
 
     @property
