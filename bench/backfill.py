@@ -40,7 +40,14 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
 from fleetperf import config  # noqa: E402
 from fleetperf.config import Settings  # noqa: E402
 
-MODES = {"before": False, "after": True}  # Sink(engine_decode=...)
+# Sink(engine_decode=..., overlap=...): "before" decodes every record in Python (before sql/017),
+# "serial" lets the engine decode nmon snapshots but inserts each batch before reading on,
+# "after" also reads and cuts the next batch while the writer thread inserts the last one
+MODES = {
+    "before": {"engine_decode": False, "overlap": False},
+    "serial": {"engine_decode": True, "overlap": False},
+    "after": {"engine_decode": True, "overlap": True},
+}
 
 
 def free_port() -> int:
@@ -144,7 +151,7 @@ class SinkRun:
             interface="chdb", path=str(self.settings.chdb_path), database=self.database
         )
         start_group_at(self.settings, group, offsets)
-        self.sink = Sink(self.settings, self.ch, engine_decode=MODES[mode])
+        self.sink = Sink(self.settings, self.ch, **MODES[mode])
         self.assigned: float | None = None
         on_assign = self.sink._on_assign  # noqa: SLF001 - when the group gave it its partitions
 
@@ -173,6 +180,7 @@ class SinkRun:
     def stop(self) -> None:
         self.sink.stop()
         self.thread.join(timeout=120)
+        self.sink.close()
         self.ch.command(f"DROP DATABASE IF EXISTS {self.database}")
 
 
@@ -206,7 +214,7 @@ def measure(
     from fleetperf.ingest.publish import ingest
 
     settings = config.load(env)
-    serial = f"B{run:02d}{'AF' if MODES[mode] else 'BE'}{uuid.uuid4().hex[:3].upper()}"
+    serial = f"B{run:02d}{mode[:2].upper()}{uuid.uuid4().hex[:3].upper()}"
     path = tmp / f"{serial}.nmon"
     host_file(source, path, serial)
     lpar = next(
@@ -286,8 +294,8 @@ def report(rows: list[dict], modes: list[str]) -> None:
     mb, values = rows[0]["MB"], rows[0]["values"]
     print(f"\nmedians over {len(rows) // len(modes)} run(s); {mb:.1f} MB nmon file, {values:,} values per run")
     head = f"{'stage':<32}" + "".join(f"{m + ' s':>10}{m + ' MB/s':>13}{m + ' values/s':>17}" for m in modes)
-    if len(modes) == 2:
-        head += f"{'ratio':>8}"
+    if len(modes) >= 2:
+        head += f"{modes[-1] + '/' + modes[0]:>14}"
     print(head)
     for stage in stages:
         line = f"{stage:<32}"
@@ -303,8 +311,8 @@ def report(rows: list[dict], modes: list[str]) -> None:
             rates.append(mb / t)
             note = f"({missing} missed)" if missing else ""
             line += f"{t:>10.2f}{mb / t:>13.2f}{values / t:>17,.0f}{note}"
-        if len(modes) == 2 and None not in rates:
-            line += f"{rates[1] / rates[0]:>7.1f}x"
+        if len(modes) >= 2 and None not in (rates[0], rates[-1]):
+            line += f"{rates[-1] / rates[0]:>13.1f}x"
         print(line)
     print("\nCPU seconds, all threads: 'sink' = this process while only the sink runs; 'whole stack' = this")
     print("process (collector, sink, embedded ClickHouse) + Kafka + registry + Flink. 'MB/s on 2 cores' = the")

@@ -295,6 +295,74 @@ def test_a_registry_outage_commits_nothing_and_dead_letters_nothing(warehouse: A
     assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
 
 
+class HeldInserts:
+    """A client whose inserts into `table` wait for `release` (a slow engine), or fail once."""
+
+    def __init__(self, ch: Any, table: str, fail: bool = False) -> None:  # noqa: ANN401
+        self._ch, self._table, self._fail = ch, table, fail
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        if table == self._table:
+            self.entered.set()
+            assert self.release.wait(60), "the test never released the insert"
+            if self._fail:
+                self._fail = False
+                raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
+        return self._ch.insert(table, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        return getattr(self._ch, name)
+
+
+def test_the_next_batch_is_read_while_one_is_written_and_committed_only_after_its_inserts(warehouse: Any) -> None:
+    settings, ch = warehouse
+    registry = Registry()
+    msgs = [Msg(TOPIC, 0, o, frame("derived_metrics", w)) for o, w in enumerate(windows(70))]
+    consumer = Consumer()
+    held = HeldInserts(ch, "derived_metrics")
+    sink = _sink(settings, held, registry, batch_rows=40)
+    for m in msgs[:40]:  # the 40th cuts the first batch: it goes to the writer, which is held
+        sink.add(consumer, m)
+    assert held.entered.wait(30)
+    for m in msgs[40:]:  # read and decoded meanwhile by this (the consumer) thread
+        sink.add(consumer, m)
+    assert consumer.committed == {}  # the first batch's inserts have not returned
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(0,)]
+    held.release.set()
+    sink.flush_due(consumer, force=True)
+    assert consumer.committed == {(TOPIC, 0): 70}
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(70,)]
+    assert ch.query("SELECT first_offset, last_offset FROM sink_batches FINAL ORDER BY 1").result_rows == [
+        (0, 39),
+        (40, 69),
+    ]
+
+
+def test_a_failed_batch_in_flight_stops_the_batches_behind_it(warehouse: Any) -> None:
+    settings, ch = warehouse
+    registry = Registry()
+    msgs = [Msg(TOPIC, 0, o, frame("derived_metrics", w)) for o, w in enumerate(windows(80))]
+    consumer = Consumer()
+    held = HeldInserts(ch, "derived_metrics", fail=True)
+    sink = _sink(settings, held, registry, batch_rows=40)
+    for m in msgs[:79]:
+        sink.add(consumer, m)
+    held.release.set()
+    with pytest.raises(ConnectionError):  # the 80th cuts the second batch: it waits for the first
+        sink.add(consumer, msgs[79])
+    assert consumer.committed == {}
+    # the second range was never handed to the writer: not recorded, nothing of it inserted
+    assert ch.query("SELECT first_offset FROM sink_batches FINAL").result_rows == [(0,)]
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(0,)]
+    # the restarted loop (a new sink, the same committed offsets) writes everything exactly once
+    _feed(_sink(settings, ch, registry, batch_rows=40), consumer, msgs, chunk=9)
+    assert consumer.committed == {(TOPIC, 0): 80}
+    assert ch.query("SELECT count() FROM derived_metrics FINAL").result_rows == [(80,)]
+    assert ch.query("SELECT sum(windows) FROM metrics_hourly_v").result_rows == [(80,)]
+
+
 def test_only_undecodable_messages_are_dead_letters_with_all_their_bytes(warehouse: Any) -> None:
     settings, ch = warehouse
     good = frame("derived_metrics", windows(1)[0])

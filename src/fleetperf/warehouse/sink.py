@@ -17,6 +17,10 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   per message), and sql/017's views explode them into nmon_values/nmon_labels. Only when such an
   insert fails does the sink decode each message in Python to find the broken ones (dead letters)
   and insert the rest; when none is broken the failure is transient.
+- One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
+  batch (the embedded engine releases the GIL while it inserts). At most one batch is in flight;
+  its offset is committed by the consumer thread after its inserts returned, before the next batch
+  goes to the writer, so commits stay in offset order and a failed insert stops everything behind it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -217,10 +222,16 @@ class _Plan:
 
 class Sink:
     def __init__(
-        self, settings: Settings, ch: Client, fetch: SchemaFetcher | None = None, engine_decode: bool = True
+        self,
+        settings: Settings,
+        ch: Client,
+        fetch: SchemaFetcher | None = None,
+        engine_decode: bool = True,
+        overlap: bool = True,
     ) -> None:
-        """`engine_decode=False` decodes every topic in Python as before sql/017 (bench/backfill.py
-        measures both in one run)."""
+        """`engine_decode=False` decodes every topic in Python as before sql/017; `overlap=False`
+        inserts each batch in the consumer thread before reading on (bench/backfill.py measures
+        the three in one run)."""
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
@@ -251,6 +262,9 @@ class Sink:
         self._backoff = BACKOFF_FIRST_S
         self._pending: dict[tuple[str, int], Batch] = {}
         self._plans: dict[tuple[str, int], _Plan] = {}
+        # the batch being written (its inserts in the writer thread) and the consumer its commit goes to
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sink-writer") if overlap else None
+        self._inflight: tuple[Future[None], Batch, Any] | None = None
 
     # --- consumer lifecycle -------------------------------------------------------------------
     def _consumer(self) -> Consumer:
@@ -273,6 +287,13 @@ class Sink:
             self._plans.pop((tp.topic, tp.partition), None)
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # the batch in flight is committed while this instance still owns its partition; if its
+        # insert failed, the next owner cuts the recorded range again and the engine drops what
+        # went in (nothing lost, nothing doubled), so the failure is only logged here
+        try:
+            self._settle()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sink: batch in flight at a rebalance not committed: %r", exc)
         for tp in partitions:  # uncommitted: the next owner reads these messages again
             self._pending.pop((tp.topic, tp.partition), None)
             self._plans.pop((tp.topic, tp.partition), None)
@@ -306,8 +327,10 @@ class Sink:
                 )
                 if messages:
                     self.caught_up = False
+                else:  # nothing to read meanwhile: the batch in flight is committed now
+                    self._settle()
                 # idle: look at the end of every partition every 2 s (a broker round trip), else every 10 s
-                idle = not messages and not self._pending
+                idle = not messages and not self._pending and self._inflight is None
                 if time.monotonic() - lag_checked > (2 if idle and not self.caught_up else 10):
                     # only an idle sink asks the broker (a round trip per partition: 5.2 s for 12
                     # partitions measured on a loaded 2-core machine, the consumer loop stopped
@@ -326,7 +349,12 @@ class Sink:
                         continue
                     self.add(consumer, msg)
                 self.flush_due(consumer)
+            self._settle()  # stopped: the batch in flight is committed before the consumer closes
         finally:
+            try:
+                self._settle()  # a failure: let the writer finish before a new consumer starts
+            except Exception as exc:  # noqa: BLE001 - the loop's own exception is the one reported
+                log.debug("sink: batch in flight at the failure: %r", exc)
             self._pending.clear()
             consumer.close()
 
@@ -363,6 +391,8 @@ class Sink:
         for batch in list(self._pending.values()):
             if force or (batch.recorded_last is None and now - batch.started >= self.batch_seconds):
                 self._flush(consumer, batch)
+        if force:
+            self._settle()
 
     def _recorded_range(self, key: tuple[str, int], offset: int) -> tuple[int, int] | None:
         """The recorded range holding this offset or the next one after it (None: none ahead)."""
@@ -435,11 +465,31 @@ class Sink:
         ]
 
     def _flush(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
-        """Range recorded, rows inserted with the range's token, then the offset committed."""
+        """Hands the batch to the writer once the batch before it is committed (the consumer
+        thread reads on meanwhile); without a writer, writes and commits it here."""
         key = (batch.topic, batch.partition)
+        self._pending.pop(key, None)
         if batch.messages == 0:
-            self._pending.pop(key, None)
             return
+        self._settle()
+        if self._writer is None:
+            self._write(batch)
+            self._commit(consumer, batch)
+            return
+        self._inflight = (self._writer.submit(self._write, batch), batch, consumer)
+
+    def _settle(self) -> None:
+        """Waits for the batch in flight; commits its offset after its inserts returned, or raises
+        their failure (nothing committed, the loop restarts from the committed offsets)."""
+        if self._inflight is None:
+            return
+        future, batch, consumer = self._inflight
+        self._inflight = None
+        future.result()
+        self._commit(consumer, batch)
+
+    def _write(self, batch: Batch) -> None:
+        """Range recorded, rows inserted with the range's token (the writer thread)."""
         if batch.recorded_last is None:
             self.ch.insert(
                 "sink_batches",
@@ -459,13 +509,14 @@ class Sink:
         except Exception:
             self.insert_errors += 1
             raise  # offsets stay uncommitted: the same range is cut and inserted again after the retry
+
+    def _commit(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
         consumer.commit(offsets=[TopicPartition(batch.topic, batch.partition, batch.last_seen + 1)], asynchronous=False)
         for table, rows in batch.rows.items():
             self.rows_written[table] += len(rows)
         for table, _schema_id, _msg in batch.engine:
             self.rows_written[table] += 1
         self.batches += 1
-        self._pending.pop(key, None)
         self._backoff = BACKOFF_FIRST_S
 
     def _insert_engine_decoded(self, batch: Batch) -> None:
@@ -529,6 +580,11 @@ class Sink:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def close(self) -> None:
+        """Stops the writer thread (after stop() and run() returned)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
 
     def stats(self) -> dict[str, Any]:
         return {
