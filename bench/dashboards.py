@@ -1,27 +1,60 @@
-"""Dashboard load times on the benchmark fleet (default 1,000 hosts x 30 days at 1-minute grain,
-ending now), cold (first open after the warehouse started) and warm (second open), in headless
-Chromium against the real warehouse process (Superset on embedded chDB). Uses its own state dir
-and ports; nothing of the regular stack is touched.
+"""Dashboard load times on the benchmark fleet (bench/warehouse.py `generate`: every table the
+dashboards read, default 1,000 hosts x 365 days at 5-minute grain, ending now), opened in headless
+Chromium against the real warehouse process (Superset on embedded chDB): each dashboard cold (first
+open after the warehouse started, Superset's result cache empty) and warm (opened again, median of
+--opens), and every chart's time: its data request (/api/v1/chart/data, from the browser's
+resource timing) and when it was drawn, counted from the navigation. Several --days values are
+measured one after the other in the same run and printed side by side.
 
-    ./fleetperf install && .venv/bin/python bench/dashboards.py [--hosts 1000] [--days 30]
+Uses its own state dirs and ports; nothing of the regular stack is touched. --keep DIR keeps the
+generated warehouses (DIR/<hosts>x<days>x<interval>) and reuses them in later runs (the migrations
+of the code under test are applied when the warehouse starts).
+
+    ./fleetperf install && .venv/bin/python bench/dashboards.py [--hosts 1000] [--days 30 365]
+        [--interval 300] [--opens 3] [--keep /tmp/fleetperf-bench-dash]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+# per chart holder, in the dashboard's order: finished (drawn or showing a message)
+_DONE = """
+return Array.from(document.querySelectorAll('.dashboard-component-chart-holder')).map(h => {
+  const busy = h.querySelector('.loading');
+  const drawn = h.querySelector('[_echarts_instance_] canvas, table') !== null
+    || h.innerText.trim().split('\\n').length > 1;
+  return !busy && drawn;
+});
+"""
+# the chart data requests of this page: slice id (from form_data) and duration in ms
+_REQUESTS = """
+return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/v1/chart/data')).map(e => {
+  const m = decodeURIComponent(e.name).match(/"slice_id":\\s*(\\d+)/);
+  return [m ? Number(m[1]) : null, e.duration];
+});
+"""
+_SLICES = """
+const done = arguments[arguments.length - 1];
+fetch('/api/v1/chart/?q=(page_size:100,columns:!(id,slice_name))').then(r => r.json())
+  .then(j => done(j.result.map(c => [c.id, c.slice_name]))).catch(e => done(String(e)));
+"""
 
-def _generate(state: Path, hosts: int, days: int) -> None:
+
+def _generate(state: Path, hosts: int, days: int, interval: int) -> None:
     # in a child process: the engine's data path must be free when the warehouse starts
     start = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:00")
     code = f"""
@@ -30,53 +63,147 @@ from fleetperf import config
 from fleetperf.warehouse.clickhouse import migrate
 from bench.warehouse import generate
 ch, _ = migrate(config.load())
-print(f"generated in {{generate(ch, {hosts}, {days}, {start!r}):.0f}}s", flush=True)
+seconds = generate(ch, {hosts}, {days}, {start!r}, {interval}, progress=lambda m: print(m, flush=True))
+print(f"generated in {{seconds:.0f}}s", flush=True)
 t0 = time.monotonic()
 ch.command("OPTIMIZE TABLE metrics_hourly FINAL")
 ch.command("OPTIMIZE TABLE metrics_daily FINAL")
 print(f"rollups merged in {{time.monotonic() - t0:.0f}}s", flush=True)
+rows = ch.query("SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk)) FROM system.parts "
+                "WHERE active AND database = currentDatabase() GROUP BY table HAVING sum(rows) > 0 "
+                "ORDER BY sum(rows) DESC").result_rows
+for table, n, size in rows:
+    print(f"  {{table:<20}} {{n:>14,}} rows {{size:>10}}", flush=True)
 """
-    subprocess.run([sys.executable, "-c", code], check=True, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[float], list[tuple[int, float]]]:  # noqa: ANN001
+    """Seconds until every chart was drawn, when each was drawn, and the page's chart data requests."""
+    started = time.monotonic()
+    driver.get(url)
+    drawn: list[float | None] = [None] * charts
+    while time.monotonic() - started < timeout:
+        state = driver.execute_script(_DONE)
+        now = time.monotonic() - started
+        if len(state) == charts:
+            for i, done in enumerate(state):
+                if done and drawn[i] is None:
+                    drawn[i] = now
+            if all(d is not None for d in drawn):
+                return now, [float(d) for d in drawn], [(s, ms / 1000) for s, ms in driver.execute_script(_REQUESTS)]
+        time.sleep(0.05)
+    raise AssertionError(f"{url}: charts still loading after {timeout}s")
+
+
+def measure(state: Path, opens: int, timeout: float) -> dict[str, Any]:
+    """Opens every dashboard cold then `opens` times warm on the warehouse of `state`."""
+    from tests.providers import _env_overrides
+
+    os.environ.update(_env_overrides(state))
+    from fleetperf import config
+    from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+    from fleetperf.stack.local import LocalStack
+    from tests.integration.test_dashboards import _driver, _login
+
+    settings = config.load()
+    stack = LocalStack(settings)
+    out: dict[str, Any] = {}
+    try:
+        stack.start(only=("warehouse",), echo=lambda line: print(line, flush=True))
+        driver = _driver(state)
+        driver.set_script_timeout(60)
+        try:
+            _login(driver, settings)
+            slices = {sid: name for sid, name in driver.execute_async_script(_SLICES)}
+            key_of = {c.title: c.key for c in CHARTS.values()}
+            for board in DASHBOARDS:
+                keys = [k for row in board.rows for k in row]
+                url = f"{settings.superset_url}/superset/dashboard/{board.slug}/"
+                runs = [_open(driver, url, len(keys), timeout) for _ in range(1 + opens)]
+                result: dict[str, Any] = {"cold": runs[0][0], "warm": statistics.median(r[0] for r in runs[1:])}
+                for n, key in enumerate(keys):
+                    # a chart may send more than one data request (a series limit's pre-query): their sum
+                    def request(run: tuple, key: str = key) -> float:
+                        return sum(s for sid, s in run[2] if key_of.get(slices.get(sid, "")) == key)
+
+                    result[key] = {
+                        "cold_request": request(runs[0]),
+                        "cold_drawn": runs[0][1][n],
+                        "warm_request": statistics.median(request(r) for r in runs[1:]),
+                        "warm_drawn": statistics.median(r[1][n] for r in runs[1:]),
+                    }
+                out[board.slug] = result
+                print(f"{board.title:<18} {len(keys):>2} charts  cold {result['cold']:6.2f}s  "
+                      f"warm {result['warm']:6.2f}s", flush=True)  # fmt: skip
+        finally:
+            driver.quit()
+    finally:
+        stack.stop(echo=lambda line: None)
+    return out
+
+
+def _report(args: argparse.Namespace, results: dict[int, dict[str, Any]]) -> None:
+    from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+
+    days = list(results)
+    print(f"\n{args.hosts} hosts x {' / '.join(map(str, days))} days at {args.interval} s, "
+          f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, warm = median of {args.opens} opens")  # fmt: skip
+    head = " | ".join(f"{d} d cold s | {d} d warm s" for d in days)
+    print(f"\n| dashboard | charts | {head} |\n|---|---|" + "---|---|" * len(days))
+    for b in DASHBOARDS:
+        n = sum(len(r) for r in b.rows)
+        cells = " | ".join(f"{results[d][b.slug]['cold']:.2f} | {results[d][b.slug]['warm']:.2f}" for d in days)
+        print(f"| {b.title} | {n} | {cells} |")
+    head = " | ".join(f"{d} d cold req | {d} d warm req | {d} d warm drawn" for d in days)
+    print("\nper chart: data request seconds (browser resource timing), drawn = seconds from navigation")
+    print(f"\n| dashboard | chart | {head} |\n|---|---|" + "---|---|---|" * len(days))
+    for b in DASHBOARDS:
+        for key in (k for row in b.rows for k in row):
+            cells = " | ".join(
+                f"{r['cold_request']:.2f} | {r['warm_request']:.2f} | {r['warm_drawn']:.2f}"
+                for r in (results[d][b.slug][key] for d in days)
+            )
+            print(f"| {b.title} | {CHARTS[key].title} | {cells} |")
+    for d in days:
+        worst = max(
+            ((b.title, k, results[d][b.slug][k]) for b in DASHBOARDS for row in b.rows for k in row),
+            key=lambda t: t[2]["cold_request"],
+        )
+        print(f"\n{d} d: slowest chart (cold request): {worst[0]} / {CHARTS[worst[1]].title} "
+              f"{worst[2]['cold_request']:.2f}s")  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=1000)
-    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--days", type=int, nargs="+", default=[365], help="one or more history lengths")
+    parser.add_argument("--interval", type=int, default=300, help="seconds between samples")
+    parser.add_argument("--opens", type=int, default=3, help="warm opens per dashboard (median)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds a dashboard may take to load")
+    parser.add_argument("--keep", type=Path, help="keep (and reuse) the generated warehouses under this directory")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    from tests.providers import _env_overrides
-
-    state = Path(tempfile.mkdtemp(prefix="fleetperf-bench-dash-"))
-    os.environ.update(_env_overrides(state))
-    from fleetperf import config
-    from fleetperf.dashboards.spec import DASHBOARDS
-    from fleetperf.stack.local import LocalStack
-    from tests.integration.test_dashboards import _driver, _login, _open
-
-    _generate(state, args.hosts, args.days)
-    settings = config.load()
-    stack = LocalStack(settings)
-    rows = []
-    try:
-        stack.start(only=("warehouse",), echo=lambda line: print(line, flush=True))
-        driver = _driver(state)
-        try:
-            _login(driver, settings)
-            for board in DASHBOARDS:
-                charts = sum(len(row) for row in board.rows)
-                cold, _ = _open(driver, settings, board.slug, charts, timeout=600)
-                warm, _ = _open(driver, settings, board.slug, charts, timeout=600)
-                rows.append((board.title, charts, cold, warm))
-                print(f"{board.title:<18} {charts:>2} charts  cold {cold:6.2f}s  warm {warm:6.2f}s", flush=True)
-        finally:
-            driver.quit()
-    finally:
-        stack.stop(echo=lambda line: None)
-    print(f"\n{args.hosts} hosts x {args.days} days, {time.strftime('%Y-%m-%d')}")
-    print("| dashboard | charts | cold s | warm s |\n|---|---|---|---|")
-    for title, charts, cold, warm in rows:
-        print(f"| {title} | {charts} | {cold:.2f} | {warm:.2f} |")
+    results: dict[int, dict[str, Any]] = {}
+    for days in args.days:
+        if args.keep:
+            state = args.keep / f"{args.hosts}x{days}x{args.interval}"
+            state.mkdir(parents=True, exist_ok=True)
+        else:
+            state = Path(tempfile.mkdtemp(prefix="fleetperf-bench-dash-"))
+        marker = state / "bench-generated"
+        if not marker.exists():
+            print(f"generating {args.hosts} hosts x {days} days at {args.interval} s into {state}", flush=True)
+            _generate(state, args.hosts, days, args.interval)
+            marker.write_text(datetime.now(UTC).isoformat())
+        else:
+            print(f"reusing {state} (generated {marker.read_text()})", flush=True)
+        results[days] = measure(state, args.opens, args.timeout)
+    _report(args, results)
+    if args.json:
+        args.json.write_text(json.dumps({str(d): r for d, r in results.items()}, indent=1))
     return 0
 
 
