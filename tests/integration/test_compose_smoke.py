@@ -151,6 +151,12 @@ def _compose_up(tmp_path_factory: pytest.TempPathFactory, name: str, profile: tu
 
 
 @pytest.fixture(scope="class")
+def compose(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
+    """A stack of the test class's own (its NAME and PROFILE), up for the class, down -v after it."""
+    yield from _compose_up(tmp_path_factory, request.cls.NAME, request.cls.PROFILE)
+
+
+@pytest.fixture(scope="class")
 def ingested(compose: Compose, tmp_path_factory: pytest.TempPathFactory) -> Path:
     [path] = simulate(
         tmp_path_factory.mktemp("nmon"),
@@ -246,9 +252,8 @@ class _EveryProfile:
 
 
 class TestDefaultProfile(_EveryProfile):
-    @pytest.fixture(scope="class")
-    def compose(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
-        yield from _compose_up(tmp_path_factory, "smoke", ())
+    NAME = "smoke"
+    PROFILE: tuple[str, ...] = ()
 
 
 # what the warehouse container sees of the Flink session cluster (its REST API on the compose network)
@@ -291,9 +296,8 @@ print(json.dumps({
 
 
 class TestClusterProfile(_EveryProfile):
-    @pytest.fixture(scope="class")
-    def compose(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
-        yield from _compose_up(tmp_path_factory, "cluster", CLUSTER)
+    NAME = "cluster"
+    PROFILE = CLUSTER
 
     def test_derived_windows_come_from_the_flink_session_cluster(self, compose: Compose, ingested: Path) -> None:
         s = config.load({})
