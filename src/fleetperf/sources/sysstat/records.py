@@ -99,7 +99,23 @@ class Collector:
         # the native path: sar's arithmetic and the range checks in native code; with `topics` (topic key ->
         # name, as `parse` prints them) the sysstat_samples come as Lines of JSON text, else as Emitted
         self.ctx = _native.Ctx(_RULES[memused_rule(self.sar)], self.nr2) if native_available() else None
-        self.topic = topics["sysstat_samples"] if topics else None
+        self.lines = self._lines(topics) if topics and self.ctx is not None else None
+
+    def _lines(self, topics: dict[str, str]) -> object:
+        """The text of the JSON lines around the figures, written once (each message as `parse` prints it:
+        {"topic", "key", "value"}); the native path writes the rest."""
+        j = _to_json
+
+        def head(topic_key: str) -> str:
+            return (f'{{"topic": {j(topics[topic_key])}, "key": {j(self.host_id)}, "value": {{"host_id": '
+                    f'{j(self.host_id)}, "hostname": {j(self.header.nodename)}, "ts": ')  # fmt: skip
+
+        row_mid = (f', "source": {j(SOURCE)}, "sysstat_version": {j(self.header.version)}, "steal_trusted": '
+                   f'{j(self.trusted)}, "origin_file": {j(self.name)}, "origin_offset": ')  # fmt: skip
+        cpu_tail = (', "physc": null, "entitled": null, "virtual_cpus": null, "origin_file": '
+                    f'{j(self.name)}, "origin_snapshot": "offset ')  # fmt: skip
+        return _native.Lines(head("sysstat_samples"), row_mid, head("cpu_samples"), cpu_tail, self.trusted,
+                             self.header.cpu_count)  # fmt: skip
 
     def host_config(self) -> Emitted:
         h = self.header
@@ -185,16 +201,12 @@ class Collector:
         }
         out = None
         if self.ctx is not None and cur.native is not None and prev.native is not None:
-            prefix = None
-            if self.topic is not None:  # the text of each line before its "section"
-                prefix = _to_json({"topic": self.topic, "key": self.host_id, "value": base})[:-2] + ", "
-            out = _native.interval(self.ctx, prev.native, cur.native, itv or 1, plausible, prefix)
+            out = _native.interval(self.ctx, prev.native, cur.native, itv or 1, plausible, self.lines, ts,
+                                   base["interval_s"], cur.offset)  # fmt: skip
         if out is not None:
-            segments, cpu_all, online = out
-            if cpu_all is not None:
-                cpu_all = dict(zip(_CPU_OUT, cpu_all, strict=True))
+            segments, cpu_all, online, cpu_done = out
             for seg in segments:
-                if len(seg) == 2:
+                if type(seg[1]) is int:
                     yield Lines(*seg)
                 elif type(seg[2]) is str:
                     section, item, bad = seg
@@ -204,6 +216,10 @@ class Collector:
                     section, item, values = seg
                     yield Emitted("sysstat_samples", {**base, "section": section, "item": item, "metrics": values},
                                   self.host_id, self.sequence, None, len(values))  # fmt: skip
+            if cpu_done:
+                return
+            if cpu_all is not None:
+                cpu_all = dict(zip(_CPU_OUT, cpu_all, strict=True))
         else:
             box: list = []
             yield from self._rows(prev, cur, itv, plausible, base, box)

@@ -16,7 +16,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -77,7 +77,7 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
     let mut i = 1;
     let mut total = 0usize;
     let (mut n_q, mut n_s) = (0usize, 0usize);
-    let mut fields = HashMap::new();
+    let mut fields = HashMap::default();
     let (mut n_num, mut n_text) = (0usize, 0usize);
     let mut one_byte = Vec::new(); // (char index) of one-byte arrays: numbers, after the others
     while i < b.len() {
@@ -424,14 +424,60 @@ fn push_repr(out: &mut String, v: f64, tmp: &mut String) {
         return;
     }
     tmp.clear();
-    let _ = write!(tmp, "{:e}", v);
-    let (mant, exp) = tmp.split_at(tmp.find('e').unwrap());
-    let exp: i32 = exp[1..].parse().unwrap();
-    let (neg, mant) = if let Some(m) = mant.strip_prefix('-') { (true, m) } else { (false, mant) };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let nd = digits.len() as i32;
+    let _ = write!(tmp, "{:e}", v.abs());
+    // digits and exponent of the shortest round-trip string (d.ddde±x)
+    let mut dig = [0u8; 24];
+    let mut nd = 0usize;
+    let epos = tmp.find('e').unwrap();
+    for &c in tmp.as_bytes()[..epos].iter() {
+        if c != b'.' {
+            dig[nd] = c;
+            nd += 1;
+        }
+    }
+    let mut exp: i32 = tmp[epos + 1..].parse().unwrap();
+    // Two shortest strings can be equally near (x exactly halfway between them): CPython takes the even one,
+    // core's shortest formatting the upper. Only a double with few fraction bits and 15+ digits can be such a
+    // midpoint: for those, the exact expansion tells.
+    if nd >= 15 && (v * 262144.0).fract() == 0.0 {
+        tmp.clear();
+        let _ = write!(tmp, "{:.40e}", v.abs());
+        let epos2 = tmp.find('e').unwrap();
+        let exp2: i32 = tmp[epos2 + 1..].parse().unwrap();
+        let exact: Vec<u8> = tmp.as_bytes()[..epos2].iter().copied().filter(|&c| c != b'.').collect();
+        if exp2 == exp && exact[nd] == b'5' && exact[nd + 1..].iter().all(|&c| c == b'0') {
+            dig[..nd].copy_from_slice(&exact[..nd]);
+            if (dig[nd - 1] - b'0') % 2 == 1 {
+                let mut k = nd;
+                loop {
+                    if k == 0 {
+                        // 99..9 + 1: one more decade
+                        dig[0] = b'1';
+                        for d in dig[1..nd].iter_mut() {
+                            *d = b'0';
+                        }
+                        exp += 1;
+                        break;
+                    }
+                    k -= 1;
+                    if dig[k] == b'9' {
+                        dig[k] = b'0';
+                    } else {
+                        dig[k] += 1;
+                        break;
+                    }
+                }
+            }
+            while nd > 1 && dig[nd - 1] == b'0' {
+                nd -= 1;
+            }
+        }
+    }
+    let digits = std::str::from_utf8(&dig[..nd]).unwrap();
+    let (first, rest) = (&digits[..1], &digits[1..]);
+    let nd = nd as i32;
     let decpt = exp + 1;
-    if neg {
+    if v < 0.0 {
         out.push('-');
     }
     if -4 < decpt && decpt <= 16 {
@@ -440,9 +486,9 @@ fn push_repr(out: &mut String, v: f64, tmp: &mut String) {
             for _ in 0..(-decpt) {
                 out.push('0');
             }
-            out.push_str(&digits);
+            out.push_str(digits);
         } else if decpt >= nd {
-            out.push_str(&digits);
+            out.push_str(digits);
             for _ in 0..(decpt - nd) {
                 out.push('0');
             }
@@ -453,10 +499,10 @@ fn push_repr(out: &mut String, v: f64, tmp: &mut String) {
             out.push_str(&digits[decpt as usize..]);
         }
     } else {
-        out.push_str(&digits[..1]);
+        out.push_str(first);
         if nd > 1 {
             out.push('.');
-            out.push_str(&digits[1..]);
+            out.push_str(rest);
         }
         let e = decpt - 1;
         let _ = write!(out, "e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
@@ -473,6 +519,11 @@ fn repr(v: f64) -> String {
 /// json.dumps of a str with ensure_ascii
 fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -651,7 +702,11 @@ impl<'py> Out<'py> {
         if self.rows > 0 {
             let t = PyTuple::new(
                 self.py,
-                [self.text.as_str().into_pyobject(self.py)?.into_any(), self.rows.into_pyobject(self.py)?.into_any()],
+                [
+                    self.text.as_str().into_pyobject(self.py)?.into_any(),
+                    self.rows.into_pyobject(self.py)?.into_any(),
+                    "sysstat_samples".into_pyobject(self.py)?.into_any(),
+                ],
             )?;
             self.segments.push(t.into_any());
             self.text.clear();
@@ -958,7 +1013,7 @@ fn disk(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     if fmin.is_none() || pmin.is_none() {
         return Ok(Err(Fallback));
     }
-    let mut before: HashMap<(i128, i128), usize> = HashMap::new();
+    let mut before: HashMap<(i128, i128), usize> = HashMap::default();
     for i in 0..prev.n {
         let maj = prev.get(i, pmaj);
         if maj != 0 {
@@ -1004,7 +1059,7 @@ fn disk(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
 fn by_interface<'a>(a: &Act<'a>) -> R<(Vec<&'a str>, HashMap<&'a str, usize>)> {
     let f = a.f("interface");
     let mut order = Vec::new();
-    let mut at: HashMap<&'a str, usize> = HashMap::new();
+    let mut at: HashMap<&'a str, usize> = HashMap::default();
     for i in 0..a.n {
         let name = match a.text(i, f) {
             Some(t) => t,
@@ -1195,7 +1250,7 @@ fn serial(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     if !matches!(fl, Some(FieldRef::Num(_))) || !matches!(fpl, Some(FieldRef::Num(_))) {
         return Ok(Err(Fallback));
     }
-    let mut before: HashMap<i128, usize> = HashMap::new();
+    let mut before: HashMap<i128, usize> = HashMap::default();
     for i in 0..prev.n {
         before.insert(prev.get(i, fpl), i);
     }
@@ -1385,7 +1440,7 @@ fn tables() -> &'static Tables {
     use std::sync::OnceLock;
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
-        let mut snmp = HashMap::new();
+        let mut snmp = HashMap::default();
         let s = |f: &[&'static str], n: &'static str| zip_names(f, n);
         snmp.insert(14, (s(&["nfs_rpccnt", "nfs_rpcretrans", "nfs_readcnt", "nfs_writecnt", "nfs_accesscnt", "nfs_getattcnt"], "call retrans read write access getatt"), true));
         snmp.insert(15, (s(&["nfsd_rpccnt", "nfsd_rpcbad", "nfsd_netcnt", "nfsd_netudpcnt", "nfsd_nettcpcnt", "nfsd_rchits", "nfsd_rcmisses", "nfsd_readcnt", "nfsd_writecnt", "nfsd_accesscnt", "nfsd_getattcnt"], "scall badcall packet udp tcp hit miss sread swrite saccess sgetatt"), true));
@@ -1401,7 +1456,7 @@ fn tables() -> &'static Tables {
         snmp.insert(27, (s(&["InMsgs6", "OutMsgs6", "InEchos6", "InEchoReplies6", "OutEchoReplies6", "InGroupMembQueries6", "InGroupMembResponses6", "OutGroupMembResponses6", "InGroupMembReductions6", "OutGroupMembReductions6", "InRouterSolicits6", "OutRouterSolicits6", "InRouterAdvertisements6", "InNeighborSolicits6", "OutNeighborSolicits6", "InNeighborAdvertisements6", "OutNeighborAdvertisements6"], "imsg6 omsg6 iech6 iechr6 oechr6 igmbq6 igmbr6 ogmbr6 igmbrd6 ogmbrd6 irtsol6 ortsol6 irtad6 inbsol6 onbsol6 inbad6 onbad6"), false));
         snmp.insert(28, (s(&["InErrors6", "InDestUnreachs6", "OutDestUnreachs6", "InTimeExcds6", "OutTimeExcds6", "InParmProblems6", "OutParmProblems6", "InRedirects6", "OutRedirects6", "InPktTooBigs6", "OutPktTooBigs6"], "ierr6 idtunr6 odtunr6 itmex6 otmex6 iprmpb6 oprmpb6 iredir6 oredir6 ipck2b6 opck2b6"), false));
         snmp.insert(29, (s(&["InDatagrams6", "OutDatagrams6", "NoPorts6", "InErrors6"], "idgm6 odgm6 noport6 idgmer6"), false));
-        let mut levels = HashMap::new();
+        let mut levels = HashMap::default();
         levels.insert(8, vec![("dentry_stat", "dentunusd"), ("file_used", "file-nr"), ("inode_used", "inode-nr"), ("pty_nr", "pty-nr")]);
         levels.insert(16, vec![("sock_inuse", "totsck"), ("tcp_inuse", "tcpsck"), ("udp_inuse", "udpsck"), ("raw_inuse", "rawsck"), ("frag_inuse", "ip-frag"), ("tcp_tw", "tcp-tw")]);
         levels.insert(24, vec![("tcp6_inuse", "tcp6sck"), ("udp6_inuse", "udp6sck"), ("raw6_inuse", "raw6sck"), ("frag6_inuse", "ip6-frag")]);
@@ -1420,8 +1475,8 @@ struct Ctx {
 #[pymethods]
 impl Ctx {
     #[new]
-    fn new(rule: u8, nr2: HashMap<u32, i64>) -> Self {
-        Ctx { rule, nr2 }
+    fn new(rule: u8, nr2: std::collections::HashMap<u32, i64>) -> Self {
+        Ctx { rule, nr2: nr2.into_iter().collect() }
     }
 }
 
@@ -1478,11 +1533,32 @@ fn sections(out: &mut Out, ctx: &Ctx, prev: &Stats, cur: &Stats, itv: u64, do_ra
     Ok(Ok(()))
 }
 
-/// One interval's rows: (segments, cpu "all" figures or None, online CPUs), or None when Python must
-/// compute this interval itself. Segments: (JSON text, rows) in JSON mode (`prefix` given: each line's text
-/// up to its "section"), (section, item, dict) otherwise, and (section, item, why) for a row out of range.
+/// What the JSON lines of one collector hold besides the figures: pieces of text Python wrote once per file.
+#[pyclass(frozen)]
+struct Lines {
+    row_head: String, // a sysstat_samples line up to its ts
+    row_mid: String,  // from after interval_s to origin_offset's value
+    cpu_head: String, // a cpu_samples line up to its ts
+    cpu_tail: String, // from after cpus to origin_snapshot's "offset "
+    trusted: bool,
+    cpu_count: i64,
+}
+
+#[pymethods]
+impl Lines {
+    #[new]
+    fn new(row_head: String, row_mid: String, cpu_head: String, cpu_tail: String, trusted: bool, cpu_count: i64) -> Self {
+        Lines { row_head, row_mid, cpu_head, cpu_tail, trusted, cpu_count }
+    }
+}
+
+/// One interval's rows: (segments, cpu "all" figures or None, online CPUs, whether the cpu_samples line is
+/// among the segments), or None when Python must compute this interval itself. Segments: (JSON text, lines,
+/// topic key) with `lines` given, (section, item, dict) otherwise, and (section, item, why) for a row out of
+/// range.
 #[pyfunction]
-#[pyo3(signature = (ctx, prev, cur, itv, rates, prefix=None))]
+#[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0))]
+#[allow(clippy::too_many_arguments)]
 fn interval<'py>(
     py: Python<'py>,
     ctx: Bound<'py, Ctx>,
@@ -1490,8 +1566,25 @@ fn interval<'py>(
     cur: Bound<'py, Stats>,
     itv: u64,
     rates: bool,
-    prefix: Option<String>,
+    lines: Option<Bound<'py, Lines>>,
+    ts: i64,
+    interval_s: Option<f64>,
+    offset: i64,
 ) -> PyResult<PyObject> {
+    let mut tmp = String::new();
+    let lines = lines.as_ref().map(|l| l.get());
+    let prefix = lines.map(|l| {
+        let mut p = String::with_capacity(l.row_head.len() + l.row_mid.len() + 64);
+        p.push_str(&l.row_head);
+        let _ = write!(p, "{}, \"interval_s\": ", ts);
+        match interval_s {
+            Some(v) => push_repr(&mut p, v, &mut tmp),
+            None => p.push_str("null"),
+        }
+        p.push_str(&l.row_mid);
+        let _ = write!(p, "{}, ", offset);
+        p
+    });
     let mut out = Out {
         py,
         prefix,
@@ -1508,18 +1601,54 @@ fn interval<'py>(
         online: 0,
         tmp: String::new(),
     };
-    let (c, p, cur_s, prev_s) = (ctx.get(), (), cur.get(), prev.get());
-    let _ = p;
+    let (c, cur_s, prev_s) = (ctx.get(), cur.get(), prev.get());
     let r = catch_unwind(AssertUnwindSafe(|| sections(&mut out, c, prev_s, cur_s, itv.max(1), rates)));
     match r {
         Ok(Ok(Ok(()))) => {
             out.flush()?;
+            let mut cpu_done = false;
+            if let (Some(l), Some(itv_s), Some(v)) = (lines, interval_s, out.cpu_all.as_ref()) {
+                // records.py's cpu_line and its range check; out of range: Python writes the dead letter
+                let figures = [v[0] + v[1] + v[7] + v[8], v[2] + v[5] + v[6], v[3], v[9], v[4]];
+                if figures.iter().all(|&x| (0.0..=100.0001).contains(&x)) {
+                    let mut t = String::with_capacity(512);
+                    t.push_str(&l.cpu_head);
+                    let _ = write!(t, "{}, \"interval_s\": ", ts);
+                    push_repr(&mut t, itv_s, &mut tmp);
+                    t.push_str(", \"source\": \"sadc\"");
+                    for (name, x) in ["user_pct", "sys_pct", "wait_pct", "idle_pct"].iter().zip(figures.iter()) {
+                        let _ = write!(t, ", \"{}\": ", name);
+                        push_repr(&mut t, *x, &mut tmp);
+                    }
+                    t.push_str(", \"steal_pct\": ");
+                    if l.trusted {
+                        push_repr(&mut t, v[4], &mut tmp);
+                    } else {
+                        t.push_str("null");
+                    }
+                    let cpus = if out.online > 0 { out.online as i64 } else { l.cpu_count };
+                    let _ = write!(t, ", \"cpus\": {}", cpus);
+                    t.push_str(&l.cpu_tail);
+                    let _ = write!(t, "{}\"}}}}\n", offset);
+                    let seg = PyTuple::new(
+                        py,
+                        [
+                            t.into_pyobject(py)?.into_any(),
+                            1i64.into_pyobject(py)?.into_any(),
+                            "cpu_samples".into_pyobject(py)?.into_any(),
+                        ],
+                    )?;
+                    out.segments.push(seg.into_any());
+                    cpu_done = true;
+                }
+            }
             let segs = PyList::new(py, out.segments.drain(..))?;
             let all = match out.cpu_all.take() {
                 Some(v) => PyList::new(py, v)?.into_any().unbind(),
                 None => py.None(),
             };
-            Ok(PyTuple::new(py, [segs.into_any().unbind(), all, out.online.into_pyobject(py)?.into_any().unbind()])?
+            let done = pyo3::types::PyBool::new(py, cpu_done).to_owned().into_any().unbind();
+            Ok(PyTuple::new(py, [segs.into_any().unbind(), all, out.online.into_pyobject(py)?.into_any().unbind(), done])?
                 .into_any()
                 .unbind())
         }
@@ -1545,6 +1674,7 @@ fn fleetperf_sadc_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Spec>()?;
     m.add_class::<Stats>()?;
     m.add_class::<Ctx>()?;
+    m.add_class::<Lines>()?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(interval, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
