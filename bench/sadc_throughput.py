@@ -1,8 +1,8 @@
-"""sadc collector beside sysstat's own `sadf -j FILE -- -A`, same files, same run, CPU seconds (user +
+"""`parse sadc` beside sysstat's own `sadf -j FILE -- -A`, same files, same run, CPU seconds (user +
 system) of a fresh process each, median of --repeat runs, start-up included: what a user sees who types
-either command. The collector runs twice, side by side: "before" (src/fleetperf/sources/sysstat as of
---before, default the commit before issue 20's speed work) and "after" (this tree); everything else in
-both is this tree's, so the difference is the collector's alone. Files:
+either command. The collector runs two ways side by side: "python" (FLEETPERF_SADC_PARSER=python: the
+reader, sar's arithmetic and the JSON all in Python) and "native" (the default when the Rust module of
+sources/sysstat/native is built: items, arithmetic, range checks and JSON lines in native code). Files:
 
 * daily: a file recorded here now by Debian's sadc (`sadc -S XALL 1 SAMPLES`), by default 144 records,
   the records of a day sampled every 10 minutes (sampled every second, to have it in minutes);
@@ -10,23 +10,17 @@ both is this tree's, so the difference is the collector's alone. Files:
   (counters start again as after a reboot: every interval a good one), tens of MB;
 * the corpus's readable files, when ../shared/corpus is present.
 
-Columns: `parse sadc` (`python -m fleetperf.cli.main parse sadc FILE`, JSON lines to /dev/null) and its
-ratio to `sadf -j -- -A`; then, in a process of its own, where that time goes: the reader alone
-(records_of_file: decode, sar's arithmetic, range checks, the records), its decoding alone
-(SaFile.records(): the bytes to counters) and the JSON the parse command makes of those records
-(json.dumps of each message, as cli/commands/parse.py does: a floor under any reader behind `parse`);
-peak RSS of the command. The start-up line is the same command on a 1-record file.
+Columns: CPU seconds of `python -m fleetperf.cli.main parse sadc FILE` (JSON lines to /dev/null), its
+ratio to `sadf -j -- -A`, peak RSS of the command. The start-up line is the same command on a 1-record
+file.
 
 Both run with compiled bytecode cached (PYTHONPYCACHEPREFIX in the work folder, as an installed package
-has it): with PYTHONDONTWRITEBYTECODE set, every start compiles the package again (0.39 s instead of
-0.14 s of start-up measured here), which no user pays."""
+has it): with PYTHONDONTWRITEBYTECODE set, every start compiles the package again, which no user pays."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import statistics
 import struct
 import subprocess
@@ -40,9 +34,6 @@ SADC = Path("/usr/lib/sysstat/sadc")
 SADF = Path("/usr/bin/sadf")
 CORPUS = ROOT.parent / "shared" / "corpus" / "sysstat" / "binary"
 READABLE = ("data-9.1.6", "data-10.3.1", "data-11.6.5", "data-12.0.0", "data-ppc-11.7.2", "data-extra-12.1.7")
-# the last commit before the speed work of issue 20 (item 7) on the collector
-BEFORE = "15c9d89"
-FOLDER = "src/fleetperf/sources/sysstat"
 
 
 def grow(source: Path, copies: int, target: Path) -> Path:
@@ -71,21 +62,6 @@ def grow(source: Path, copies: int, target: Path) -> Path:
     return target
 
 
-def before_tree(work: Path, rev: str) -> Path:
-    """A copy of this tree's src/ whose collector folder is that of `rev`; config and schemas shared."""
-    tree = work / f"before-{rev}"
-    if (tree / FOLDER).is_dir():
-        return tree
-    shutil.rmtree(tree, ignore_errors=True)
-    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "target", "*.so"))
-    shutil.rmtree(tree / FOLDER)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, FOLDER], check=True, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    for shared in ("config", "schemas", "sql"):
-        (tree / shared).symlink_to(ROOT / shared)
-    return tree
-
-
 def env_for(tree: Path, work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return env | {
@@ -112,59 +88,19 @@ def child(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tu
     return usage.ru_utime + usage.ru_stime, rss
 
 
-def breakdown(paths: list[str]) -> None:
-    """(child mode, run with the PYTHONPATH of one version) CPU seconds of the reader, of its decoding
-    and of json.dumps of the parse command's messages, over `paths`, printed as one JSON object."""
-    from fleetperf.sources.sysstat.reader import open_stream
-    from fleetperf.sources.sysstat.records import Options, records_of_file
-
-    def cpu() -> float:
-        return time.process_time()
-
-    reader = decode = dumps = 0.0
-    with open(os.devnull, "w") as out:
-        for p in paths:
-            t = cpu()
-            with open(p, "rb") as handle:
-                for _ in open_stream(handle, p).records():
-                    pass
-            decode += cpu() - t
-            # the records in batches of 1000, each dumped as it is complete: holding them all would make the
-            # garbage collector's passes (and so the reader's time) grow with the file
-            batch = []
-            t = cpu()
-            for e in records_of_file(Path(p), Options()):
-                batch.append(e)
-                if len(batch) == 1000:
-                    t_json = cpu()
-                    for e in batch:
-                        message = {"topic": e.topic_key, "key": e.key, "value": e.record}
-                        out.write(json.dumps(message, allow_nan=False) + "\n")
-                    dumps += cpu() - t_json
-                    batch.clear()
-            t_json = cpu()
-            for e in batch:
-                out.write(json.dumps({"topic": e.topic_key, "key": e.key, "value": e.record}, allow_nan=False) + "\n")
-            dumps += cpu() - t_json
-            reader += cpu() - t
-    print(json.dumps({"reader": reader - dumps, "decode": decode, "json": dumps}))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=144, help="records of the daily file (sadc, 1 s apart)")
     ap.add_argument("--copies", type=int, default=80, help="copies of the daily file's records in the large file")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--before", default=BEFORE, help=f"revision of {FOLDER} to compare with (default {BEFORE})")
     ap.add_argument("--work", type=Path, help="folder for the files (default: a new temporary one)")
-    ap.add_argument("--breakdown", nargs="+", help=argparse.SUPPRESS)  # child mode
     args = ap.parse_args()
-    if args.breakdown:
-        breakdown(args.breakdown)
-        return
     sys.path.insert(0, str(ROOT / "src"))
-    from fleetperf.sources.sysstat.reader import Record, open_bytes
+    from fleetperf.sources.sysstat.reader import Record, native_available, open_bytes
 
+    if not native_available():
+        print("the native sadc module is not built (./fleetperf builds it when cargo is there)", file=sys.stderr)
+        sys.exit(2)
     work = args.work or Path(tempfile.mkdtemp(prefix="fleetperf-sadc-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     daily = work / "sa-daily"
@@ -177,25 +113,25 @@ def main() -> None:
     one = work / "sa-one"
     if not one.exists():
         subprocess.run([str(SADC), "-S", "XALL", "1", "1", str(one)], check=True)
-    versions = [("before", before_tree(work, args.before)), ("after", ROOT)]
-    envs = {name: env_for(tree, work) for name, tree in versions}
+    plain = env_for(ROOT, work)
+    envs = {"python": plain | {"FLEETPERF_SADC_PARSER": "python"}, "native": plain}
     parse = [sys.executable, "-m", "fleetperf.cli.main", "parse", "sadc"]
     sadf = [str(SADF), "-j"]
-    plain = env_for(ROOT, work)
-    for name, _tree in versions:  # compile and cache the bytecode first (not timed)
+    for name in envs:  # compile and cache the bytecode first (not timed)
         child([*parse, str(one)], envs[name], ok=(0, 3))
 
-    print(f"collector before = {FOLDER} at {args.before}, after = this tree; CPU s, median of {args.repeat}")
-    head = (f"{'file':<20} {'MB':>6} {'records':>7} | {'code':<10} | {'parse sadc s':>12} {'ratio':>6} |"
-            f" {'reader s':>8} {'decode s':>8} {'json s':>7} | {'peak RSS MB':>11}")  # fmt: skip
+    print(f"parse sadc, python vs native, beside sadf -j -- -A; CPU s (user + system), median of {args.repeat}")
+    head = (f"{'file':<20} {'MB':>6} {'records':>7} | {'command':<12} | {'CPU s':>8} {'/ sadf':>7} |"
+            f" {'MB/CPU s':>8} | {'peak RSS MB':>11}")  # fmt: skip
     print(head)
     print("-" * len(head))
     starts = {name: statistics.median(child([*parse, str(one)], envs[name], ok=(0, 3))[0]
-                                      for _ in range(args.repeat)) for name, _ in versions}  # fmt: skip
+                                      for _ in range(args.repeat)) for name in envs}  # fmt: skip
     sadf_start = statistics.median(child([*sadf, str(one), "--", "-A"], plain)[0] for _ in range(args.repeat))
-    for name, _ in versions:
-        print(f"{'start-up (1 record)':<20} {'':>6} {1:>7} | {name:<10} | {starts[name]:>12.3f} {'':>6} |")
-    print(f"{'':<20} {'':>6} {'':>7} | {'sadf -j -A':<10} | {sadf_start:>12.3f}")
+    for name in envs:
+        r = starts[name] / sadf_start if sadf_start else float("inf")
+        print(f"{'start-up (1 record)':<20} {'':>6} {1:>7} | {name:<12} | {starts[name]:>8.3f} {r:>7.1f} |")
+    print(f"{'':<20} {'':>6} {'':>7} | {'sadf -j -A':<12} | {sadf_start:>8.3f} {1:>7.1f} |")
 
     files = [("daily", [daily]), ("large", [large])]
     if CORPUS.is_dir():  # those this sadf reads too (it refuses the formats before 0x2175 without sadf -c)
@@ -205,40 +141,25 @@ def main() -> None:
     for label, paths in files:
         size = sum(p.stat().st_size for p in paths) / 1e6
         n = sum(1 for p in paths for r in open_bytes(p.read_bytes()).records() if isinstance(r, Record))
-        theirs, rss_theirs = [], 0
-        for _ in range(args.repeat):
-            t = 0.0
-            for p in paths:
-                cpu, rss = child([*sadf, str(p), "--", "-A"], plain)
-                t += cpu
-                rss_theirs = max(rss_theirs, rss)
-            theirs.append(t)
-        s = statistics.median(theirs)
-        first = True
-        for name, _tree in versions:
-            ours, rss_ours, parts = [], 0, []
+        rows = []
+        for name, cmd, env in [("python", parse, envs["python"]), ("native", parse, envs["native"]),
+                               ("sadf -j -A", sadf, plain)]:  # fmt: skip
+            times, rss_max = [], 0
             for _ in range(args.repeat):
                 t = 0.0
                 for p in paths:
-                    cpu, rss = child([*parse, str(p)], envs[name], ok=(0, 3))  # 3: dead letters (the ppc file)
+                    # 3: dead letters (the ppc file)
+                    cpu, rss = child([*cmd, str(p), "--", "-A"] if cmd is sadf else [*cmd, str(p)], env, ok=(0, 3))
                     t += cpu
-                    rss_ours = max(rss_ours, rss)
-                ours.append(t)
-                out = subprocess.run([sys.executable, __file__, "--breakdown", *map(str, paths)], env=envs[name],
-                                     check=True, capture_output=True, text=True).stdout  # fmt: skip
-                parts.append(json.loads(out))
-            o = statistics.median(ours)
-            r, d, j = (statistics.median(x[k] for x in parts) for k in ("reader", "decode", "json"))
-            what = f"{label:<20} {size:>6.2f} {n:>7}" if first else f"{'':<20} {'':>6} {'':>7}"
-            first = False
-            print(f"{what} | {name:<10} | {o:>12.3f} {o / s if s else float('inf'):>6.1f} |"
-                  f" {r:>8.3f} {d:>8.3f} {j:>7.3f} | {rss_ours / 1024:>11.1f}")  # fmt: skip
-        print(f"{'':<20} {'':>6} {'':>7} | {'sadf -j -A':<10} | {s:>12.3f} {1:>6.1f} |"
-              f" {'':>8} {'':>8} {'':>7} | {rss_theirs / 1024:>11.1f}")  # fmt: skip
-    print(
-        f"(files in {work}; CPU seconds of one process, i.e. per core; ratio = parse sadc / sadf -j -A;"
-        " reader/decode/json: in-process parts of the parse command's work, start-up excluded)"
-    )
+                    rss_max = max(rss_max, rss)
+                times.append(t)
+            rows.append((name, statistics.median(times), rss_max))
+        theirs = rows[-1][1]
+        for i, (name, t, rss) in enumerate(rows):
+            what = f"{label:<20} {size:>6.2f} {n:>7}" if i == 0 else f"{'':<20} {'':>6} {'':>7}"
+            ratio = t / theirs if theirs else float("inf")
+            print(f"{what} | {name:<12} | {t:>8.3f} {ratio:>7.2f} | {size / t if t else 0:>8.1f} | {rss / 1024:>11.1f}")
+    print(f"(files in {work}; CPU seconds of one process, i.e. per core; / sadf = CPU s over sadf -j -A's)")
 
 
 if __name__ == "__main__":
