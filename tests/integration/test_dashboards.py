@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetperf.cli.sql_client import wait_stable
+from fleetperf.cli.sql_client import query, wait_stable
 from fleetperf.config import REPO_ROOT, Settings
 from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
 from fleetperf.demo.fleet import ingest_fleet, simulate_fleet
@@ -107,6 +107,44 @@ def _wait_for_data(stack: Settings) -> None:
     wait_stable(stack, "SELECT count() FROM capacity_forecast_series WHERE trend IS NOT NULL", timeout=120, settle=2)
 
 
+# The dashboards' summaries kept by materialized views (sql/030, sql/031) against the tables they
+# summarise, computed here as the views computed them before (sql/015 fleet_entities over the daily
+# rollup and the z/VM sample tables; sql/008 aggregation_port_share over every entstat sample FINAL).
+_SUMMARY_ORACLES = {
+    "SELECT * FROM fleet_entities ORDER BY entity_id": """
+        SELECT d.entity_id AS entity_id, any(d.entity_name) AS entity_name,
+               multiIf(any(f.platform) != '', any(f.platform),
+                       hasAny(groupUniqArray(d.metric), ['entc_pct', 'physc', 'slb_miss_rate']), 'aix',
+                       d.entity_id IN (SELECT zvm_system FROM zvm_system_samples)
+                           OR hasAny(groupUniqArray(d.metric),
+                                     ['capture_ratio', 'users_in_elist', 'paging_xstore_rate', 'paging_dasd_rate']),
+                       'zvm-system',
+                       d.entity_id IN (SELECT guest_id FROM zvm_guest_samples)
+                           OR has(groupUniqArray(d.metric), 'tv_ratio'), 'zvm-guest',
+                       has(groupUniqArray(d.metric), 'lacp_active_ports'), 'aggregation', 'linux') AS platform,
+               if(any(f.site) != '', any(f.site), 'unassigned') AS site,
+               multiIf(any(f.frame) != '', any(f.frame), position(d.entity_id, '/') > 0,
+                       splitByChar('/', d.entity_id)[1], 'standalone') AS frame,
+               toDateTime(min(d.day), 'UTC') AS first_day, toDateTime(max(d.day), 'UTC') AS last_day
+        FROM metrics_daily_v AS d LEFT JOIN fleet_hierarchy AS f ON f.host_id = d.entity_id
+        GROUP BY d.entity_id ORDER BY entity_id""",
+    "SELECT * FROM aggregation_port_share ORDER BY host_id, adapter": """
+        SELECT host_id, hostname, aggregation, adapter, max(tx_packets) - min(tx_packets) AS tx_moved,
+               max(rx_packets) - min(rx_packets) AS rx_moved, max(ts) AS last_sample,
+               argMax(ifNull(actor_sync, ''), ts) AS actor_sync, argMax(ifNull(partner_sync, ''), ts) AS partner_sync
+        FROM net_port_samples FINAL WHERE aggregation IS NOT NULL
+        GROUP BY host_id, hostname, aggregation, adapter ORDER BY host_id, adapter""",
+}
+
+
+def _check_summaries(stack: Settings) -> None:
+    for view_sql, oracle_sql in _SUMMARY_ORACLES.items():
+        _, got = query(stack, view_sql)
+        _, want = query(stack, oracle_sql)
+        assert got, view_sql  # the demo fleet has z/VM, AIX, Linux entities and LACP aggregations
+        assert got == want, f"{view_sql}: {[(g, w) for g, w in zip(got, want, strict=False) if g != w][:3]}"
+
+
 def _driver(tmp: Path):  # noqa: ANN202
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -178,6 +216,7 @@ def _open(  # noqa: ANN202
 def test_every_dashboard_renders_every_chart_with_data(stack: Settings, tmp_path: Path) -> None:
     _load_fleet(stack, tmp_path)
     _wait_for_data(stack)
+    _check_summaries(stack)
     artifacts = stack.state_dir / "test-artifacts" / "dashboards"
     artifacts.mkdir(parents=True, exist_ok=True)
     driver = _driver(tmp_path)
