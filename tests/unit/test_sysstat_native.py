@@ -37,7 +37,7 @@ def _text(items: Iterable) -> tuple[str, int]:
     out, native_lines = [], 0
     for e in items:
         if isinstance(e, Lines):
-            out.append(e.text)
+            out.append(e.text.decode("ascii"))
             native_lines += e.count
             continue
         record = dict(e.record)

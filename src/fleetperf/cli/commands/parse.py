@@ -37,6 +37,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     problems: list[str] = []
     failed = 0
     out = sys.stdout
+    binary = getattr(out, "buffer", None)  # where a source's own JSON lines (bytes) go, after out.flush()
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
@@ -60,7 +61,11 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
             )
             for emitted in items:
                 if isinstance(emitted, tuple):
-                    out.write(emitted.text)
+                    if binary is not None:
+                        out.flush()  # the text layer's lines first
+                        binary.write(emitted.text)
+                    else:
+                        out.write(emitted.text.decode("ascii"))
                     counts[emitted.topic_key] += emitted.count
                     continue
                 if emitted.topic_key == "dead_letters":

@@ -46,9 +46,10 @@ _to_json = json.JSONEncoder(allow_nan=False).encode
 
 
 class Lines(NamedTuple):
-    """`count` sysstat_samples messages already written as `parse`'s JSON lines (the native path)."""
+    """`count` messages already written as `parse`'s JSON lines (the native path), ASCII bytes: written to
+    stdout's binary layer, they skip a decode and an encode of every line."""
 
-    text: str
+    text: bytes
     count: int
     topic_key: str = "sysstat_samples"
 

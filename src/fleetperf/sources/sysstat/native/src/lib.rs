@@ -703,7 +703,7 @@ impl<'py> Out<'py> {
             let t = PyTuple::new(
                 self.py,
                 [
-                    self.text.as_str().into_pyobject(self.py)?.into_any(),
+                    PyBytes::new(self.py, self.text.as_bytes()).into_any(),
                     self.rows.into_pyobject(self.py)?.into_any(),
                     "sysstat_samples".into_pyobject(self.py)?.into_any(),
                 ],
@@ -1553,8 +1553,8 @@ impl Lines {
 }
 
 /// One interval's rows: (segments, cpu "all" figures or None, online CPUs, whether the cpu_samples line is
-/// among the segments), or None when Python must compute this interval itself. Segments: (JSON text, lines,
-/// topic key) with `lines` given, (section, item, dict) otherwise, and (section, item, why) for a row out of
+/// among the segments), or None when Python must compute this interval itself. Segments: (JSON lines as
+/// ASCII bytes, how many, topic key) with `lines` given, (section, item, dict) otherwise, and (section, item, why) for a row out of
 /// range.
 #[pyfunction]
 #[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0))]
@@ -1633,7 +1633,7 @@ fn interval<'py>(
                     let seg = PyTuple::new(
                         py,
                         [
-                            t.into_pyobject(py)?.into_any(),
+                            PyBytes::new(py, t.as_bytes()).into_any(),
                             1i64.into_pyobject(py)?.into_any(),
                             "cpu_samples".into_pyobject(py)?.into_any(),
                         ],
