@@ -36,13 +36,19 @@ def stack_unreachable() -> tuple[type[BaseException], ...]:
 def check_stack(s: config.Settings, timeout: float = 3.0) -> None:
     """Fails fast, with one message, when Kafka's bootstrap address or the registry does not answer
     (instead of librdkafka's retry lines and a client traceback)."""
-    first = s.bootstrap.split(",")[0]
-    host, _, port = first.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
-            pass
-    except OSError as exc:
-        raise StackUnreachableError(f"Kafka at {first}: {exc.strerror or exc}") from exc
+    # any broker of the list will do: a client started while one broker of a cluster is down
+    # still finds the others (librdkafka bootstraps from whichever answers)
+    brokers = [b.strip() for b in s.bootstrap.split(",") if b.strip()]
+    errors = []
+    for broker in brokers:
+        host, _, port = broker.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+                break
+        except (OSError, ValueError) as exc:
+            errors.append(f"{broker}: {getattr(exc, 'strerror', None) or exc}")
+    else:
+        raise StackUnreachableError(f"Kafka at {'; '.join(errors) or s.bootstrap}")
     try:
         urllib.request.urlopen(f"{s.registry_url}/subjects", timeout=timeout).close()
     except urllib.error.HTTPError:
