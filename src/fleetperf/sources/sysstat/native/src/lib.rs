@@ -860,11 +860,18 @@ fn cpu(out: &mut Out, cur: &Act, prev: &Act) -> Res {
 }
 
 /// rates.py's _rates: `{out: float(cur[raw] - prev.get(raw, 0)) / itv * 100 for raw, out in names if raw in cur}`
-fn rates(out: &mut Out, c: Item, p: Option<Item>, names: &[(&str, &'static str)], itv: f64, wrap32: bool) {
-    for &(raw, name) in names {
-        let fc = c.act.f(raw);
+type Resolved = Vec<(Option<FieldRef>, Option<FieldRef>, &'static str)>;
+
+/// A name table's fields in the current and the previous record's layouts, looked up once per activity
+fn resolve(cur: &Act, prev: &Act, names: &[(&str, &'static str)]) -> Resolved {
+    names.iter().map(|&(raw, name)| (cur.f(raw), prev.f(raw), name)).collect()
+}
+
+/// rates.py's _rates: `{out: float(cur[raw] - prev.get(raw, 0)) / itv * 100 for raw, out in names if raw in cur}`
+fn rates(out: &mut Out, c: Item, p: Option<Item>, names: &Resolved, itv: f64, wrap32: bool) {
+    for &(fc, fp, name) in names {
         if let Some(cv) = c.num(fc) {
-            let pv = p.map(|p| p.act.get(p.i, p.act.f(raw))).unwrap_or(0);
+            let pv = p.map(|p| p.get(fp)).unwrap_or(0);
             let v = if wrap32 { ((cv - pv) & 0xFFFF_FFFF) as f64 / itv * 100.0 } else { (cv - pv) as f64 / itv * 100.0 };
             out.v(name, v);
         }
@@ -873,7 +880,8 @@ fn rates(out: &mut Out, c: Item, p: Option<Item>, names: &[(&str, &'static str)]
 
 fn single(out: &mut Out, cur: &Act, prev: &Act, names: &[(&str, &'static str)], itv: f64, wrap32: bool) -> Res {
     out.begin("");
-    rates(out, Item { act: cur, i: 0 }, Some(Item { act: prev, i: 0 }), names, itv, wrap32);
+    let r = resolve(cur, prev, names);
+    rates(out, Item { act: cur, i: 0 }, Some(Item { act: prev, i: 0 }), &r, itv, wrap32);
     row!(out);
     Ok(Ok(()))
 }
@@ -904,7 +912,8 @@ const EDEV: [(&str, &str); 9] = [
 
 fn paging(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     out.begin("");
-    rates(out, Item { act: cur, i: 0 }, Some(Item { act: prev, i: 0 }), &PAGE, itv, false);
+    let r = resolve(cur, prev, &PAGE);
+    rates(out, Item { act: cur, i: 0 }, Some(Item { act: prev, i: 0 }), &r, itv, false);
     let get = |out: &Out, n: &str| out.names.iter().position(|x| x == n).map(|k| out.vals[k]).unwrap_or(0.0);
     let scan = get(out, "pgscank") + get(out, "pgscand");
     let steal = get(out, "pgsteal");
@@ -1076,10 +1085,10 @@ fn by_interface<'a>(a: &Act<'a>) -> R<(Vec<&'a str>, HashMap<&'a str, usize>)> {
 }
 
 /// rates.py's _previous: None when new or any counter went down
-fn previous<'a, 'b>(c: Item<'a, 'b>, p: Option<Item<'a, 'b>>, counters: &[&str]) -> Option<Item<'a, 'b>> {
+fn previous<'a, 'b>(c: Item<'a, 'b>, p: Option<Item<'a, 'b>>, counters: &Resolved) -> Option<Item<'a, 'b>> {
     let p = p?;
-    for n in counters {
-        if c.get(c.act.f(n)) < p.get(p.act.f(n)) {
+    for &(fc, fp, _) in counters {
+        if c.get(fc) < p.get(fp) {
             return None;
         }
     }
@@ -1095,12 +1104,13 @@ fn net_dev(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
         return Ok(Err(Fallback)); // c["rx_compressed"] would raise
     }
     let fp: Vec<Option<FieldRef>> = need.iter().map(|n| prev.f(n)).collect();
+    let counters = resolve(cur, prev, &[("rx_packets", ""), ("tx_packets", ""), ("rx_bytes", ""), ("tx_bytes", "")]);
     let fspeed = cur.f("speed");
     let fduplex = cur.f("duplex");
     for name in order {
         let i = at[name];
         let c = Item { act: cur, i };
-        let p = previous(c, before.get(name).map(|&k| Item { act: prev, i: k }), &need[..4]);
+        let p = previous(c, before.get(name).map(|&k| Item { act: prev, i: k }), &counters);
         let g = |j: usize| cur.get(i, fc[j]);
         let h = |j: usize| p.map(|p| prev.get(p.i, fp[j])).unwrap_or(0);
         let rx = sp_value(h(2), g(2), itv);
@@ -1137,12 +1147,12 @@ fn net_dev(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
 fn net_edev(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     let (_, before) = tr!(by_interface(prev));
     let (order, at) = tr!(by_interface(cur));
-    let counters: Vec<&str> = EDEV.iter().map(|(r, _)| *r).collect();
+    let counters = resolve(cur, prev, &EDEV);
     for name in order {
         let c = Item { act: cur, i: at[name] };
         let p = previous(c, before.get(name).map(|&k| Item { act: prev, i: k }), &counters);
         out.begin(name);
-        rates(out, c, p, &EDEV, itv, false);
+        rates(out, c, p, &counters, itv, false);
         row!(out);
     }
     Ok(Ok(()))
@@ -1250,6 +1260,7 @@ fn serial(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     if !matches!(fl, Some(FieldRef::Num(_))) || !matches!(fpl, Some(FieldRef::Num(_))) {
         return Ok(Err(Fallback));
     }
+    let table = resolve(cur, prev, &SERIAL);
     let mut before: HashMap<i128, usize> = HashMap::default();
     for i in 0..prev.n {
         before.insert(prev.get(i, fpl), i);
@@ -1262,7 +1273,7 @@ fn serial(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
         let c = Item { act: cur, i };
         let p = before.get(&line).map(|&k| Item { act: prev, i: k });
         out.begin(&name);
-        rates(out, c, p, &SERIAL, itv, true);
+        rates(out, c, p, &table, itv, true);
         row!(out);
     }
     Ok(Ok(()))
@@ -1289,6 +1300,7 @@ fn cpu_item(i: usize, s: &mut String) {
 fn softnet(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     let fc: Vec<Option<FieldRef>> = SOFTNET_ALL.iter().map(|n| cur.f(n)).collect();
     let fp: Vec<Option<FieldRef>> = SOFTNET_ALL.iter().map(|n| prev.f(n)).collect();
+    let table = resolve(cur, prev, &SOFTNET);
     let mut shown = Vec::new();
     let mut all_c = [0i128; 6];
     let mut all_p = [0i128; 6];
@@ -1319,7 +1331,7 @@ fn softnet(out: &mut Out, cur: &Act, prev: &Act, itv: f64) -> Res {
     for i in shown {
         cpu_item(i, &mut name);
         out.begin(&name);
-        rates(out, Item { act: cur, i }, Some(Item { act: prev, i }), &SOFTNET, itv, true);
+        rates(out, Item { act: cur, i }, Some(Item { act: prev, i }), &table, itv, true);
         out.v("blg_len", cur.get(i, fc[5]) as f64);
         row!(out);
     }
