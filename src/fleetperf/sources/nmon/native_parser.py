@@ -10,18 +10,25 @@ plans compiled below from the topics' .avsc files; a schema the plans cannot exp
 `available()` false and the collector uses the Python parser. Host configuration and dead
 letters stay dicts.
 
+For `fleetperf parse` (`topics` given) the scanner writes those two records as the command's JSON
+lines instead (`Lines`, ASCII bytes, one object per fed chunk): the text Python's json.JSONEncoder(allow_nan=False)
+gives for the record the Avro path decodes to, byte for byte (tests/unit/test_nmon_native.py).
+Python renders what it is cheap to render once (topic, key, field names, identity, section heads),
+the scanner the rows and numbers.
+
 Fed chunks of any size rather than lines: line splitting is part of what the scanner saves.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, tzinfo
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleetperf import config
 from fleetperf.ingest import validate
@@ -46,6 +53,8 @@ except ImportError:  # built by ./fleetperf from sources/nmon/native; absent wit
     _native = None
 
 CHUNK = 1 << 20
+# `parse`'s encoder (cli/commands/parse.py): the same settings, so what Python renders matches it
+_to_json = json.JSONEncoder(allow_nan=False).encode
 _SLOTS = {name: i for i, name in enumerate(layout.CPU_SAMPLE_FIELDS)}
 
 
@@ -66,6 +75,21 @@ class UnsupportedSchemaError(ValueError):
     pass
 
 
+class Lines(NamedTuple):
+    """`count` messages of `topic_key` already written as `fleetperf parse`'s JSON lines, ASCII
+    bytes (as the sysstat source's Lines: parse writes `text` to stdout's binary layer as it is
+    and counts `count`)."""
+
+    text: bytes
+    count: int
+    topic_key: str
+
+
+def lines_available() -> bool:
+    """The scanner can also write `parse`'s JSON lines (a build older than that cannot)."""
+    return available() and hasattr(_native, "json_str")
+
+
 def available() -> bool:
     """The scanner is built and can write the current schemas; FLEETPERF_NMON_PARSER=python turns
     it off (to compare, or to rule it out)."""
@@ -84,6 +108,34 @@ def available() -> bool:
 def _plans() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     settings = config.load()
     return tuple(_plan(json.loads(settings.topic(key).schema_text())) for key in ("nmon_snapshots", "cpu_samples"))
+
+
+@cache
+def _field_names() -> tuple[list[str], list[str]]:
+    settings = config.load()
+    return tuple(
+        [f["name"] for f in json.loads(settings.topic(key).schema_text())["fields"]]
+        for key in ("nmon_snapshots", "cpu_samples")
+    )
+
+
+def _lines_spec(topics: dict[str, str]) -> tuple[tuple[str, list[str]], ...]:
+    """What `parse` prints around each record, rendered once: `{"topic": ..., "key": ` and, per
+    field of the plan, the text before its value (`, "value": {"host_id": `, `, "hostname": `)."""
+    spec = []
+    for key, names in zip(("nmon_snapshots", "cpu_samples"), _field_names(), strict=True):
+        head = f'{{"topic": {_to_json(topics[key])}, "key": '
+        keys = [(', "value": {' if i == 0 else ", ") + f"{_to_json(name)}: " for i, name in enumerate(names)]
+        spec.append((head, keys))
+    return tuple(spec)
+
+
+def _json_double(value: float) -> str | None:
+    """A double as parse prints it (the Avro double read back: a float), None if it cannot."""
+    try:
+        return _to_json(float(value))
+    except ValueError:  # non-finite: parse never prints it as a value
+        return None
 
 
 def _plan(schema: dict[str, Any]) -> list[tuple[str, int]]:
@@ -128,7 +180,10 @@ class NativeNmonParser:
         max_line: int = DEFAULT_MAX_LINE,
         max_snapshot: int = DEFAULT_MAX_SNAPSHOT,
         resume_from: int = 0,
+        topics: dict[str, str] | None = None,
     ) -> None:
+        """topics (topic key -> the name each message carries): write snapshot records as
+        `parse`'s JSON lines (Lines) rather than Avro (lines_available())."""
         if _native is None:
             raise RuntimeError("the native nmon scanner is not built (see sources/nmon/README.md)")
         # headers, times, host configuration
@@ -141,7 +196,11 @@ class NativeNmonParser:
             RAW_KEPT,
             (sniff.NOT_NMON, sniff.EMPTY, CUT_LINE),
         )
-        self.scanner = _native.Scanner(self, *_plans(), limits)
+        self.json_lines = topics is not None
+        if self.json_lines and not lines_available():
+            raise RuntimeError("the native nmon scanner is older than its JSON lines; rebuild it (./fleetperf)")
+        lines = _lines_spec(topics) if topics is not None else None
+        self.scanner = _native.Scanner(self, *_plans(), limits, lines)
         self.resume_from = resume_from
         self.file_name = file_name
         self.errors = 0
@@ -207,7 +266,7 @@ class NativeNmonParser:
             # AAA lines decide identity and interval: the scanner writes them into every record
             return ("context", self._context()) if tag == b"AAA" else None
         if isinstance(result, layout.Header):
-            return ("header", _spec(result))
+            return ("header", _spec(result, self.json_lines))
         snap_tag, ts = result
         if self.lines.first_ts is None:
             self.lines.first_ts = ts
@@ -242,15 +301,32 @@ class NativeNmonParser:
             return None
         return int(datetime(year, month, day, tzinfo=tz).timestamp() * 1000)
 
-    def _context(self) -> tuple[list[str], list[float]]:
-        """What the scanner writes into every record; asked whenever AAA lines may have changed it."""
+    def _context(self) -> tuple[list[str], list[float]] | tuple[list[str], list[float], list[str], list[str | None]]:
+        """What the scanner writes into every record; asked whenever AAA lines may have changed it.
+        In lines mode also as JSON (None: a double JSON cannot show)."""
         lines = self.lines
         # host_id first: the scanner also takes it as the Kafka key of the snapshot's records
-        return [lines.host_id, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
+        strings, doubles = [lines.host_id, lines.hostname, SOURCE, self.file_name], [lines.interval_s]
+        if not self.json_lines:
+            return strings, doubles
+        return strings, doubles, [_to_json(s) for s in strings], [_json_double(d) for d in doubles]
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
-        if kind == "snapshot":
+        if kind == "lines":
+            _, text, snapshots, cpus, values = event
+            self.snapshots_emitted += snapshots
+            self.values_emitted += values
+            if snapshots:
+                yield Lines(text, snapshots, "nmon_snapshots")
+            if cpus:
+                yield Lines(b"", cpus, "cpu_samples")  # their lines are in the text above
+        elif kind == "nonfinite":
+            # a record with a number JSON cannot show: as `parse` meets one (it counts the
+            # record, prints nothing of it and reports it)
+            _, topic_key, key = event
+            yield Emitted(topic_key, {"value": math.nan}, key=key)
+        elif kind == "snapshot":
             _, _number, values, snapshot, cpu, first_offset, key = event
             if first_offset < self.resume_from:
                 return
@@ -273,8 +349,8 @@ class NativeNmonParser:
                 yield pending
 
 
-def _spec(header: layout.Header) -> tuple[object, ...]:
-    return (
+def _spec(header: layout.Header, json_lines: bool = False) -> tuple[object, ...]:
+    spec = (
         header.section,
         header.columns,
         header.numeric,
@@ -287,6 +363,12 @@ def _spec(header: layout.Header) -> tuple[object, ...]:
         [(_SLOTS[name], pos) for name, pos in header.cpu_fields],
         [int(k) for k in header.kinds],
     )
+    if not json_lines:
+        return spec
+    # lines mode: a row's JSON around its values and labels (NmonRow's field order)
+    head = f'{{"section": {_to_json(header.section)}, "entities": '
+    metrics = f', "metrics": {_to_json(list(header.metrics))}, "values": ['
+    return (*spec, (head, _to_json(list(header.entities)), metrics))
 
 
 def parse_file(path: Path, tz: tzinfo = UTC, *, date_order: str | None = None) -> Iterator[Emitted]:

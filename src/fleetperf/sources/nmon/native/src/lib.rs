@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use memchr::memchr;
 use rustc_hash::FxHashMap;
+use std::io::Write;
 
 /// Typed cpu_sample slots a header can fill (index into layout.CPU_SAMPLE_FIELDS).
 const CPU_SLOTS: usize = 32;
@@ -47,6 +48,218 @@ fn str_array(items: &[String]) -> Vec<u8> {
     }
     out.push(0);
     out
+}
+
+// --- JSON text as `fleetperf parse` prints it: Python's json.JSONEncoder(allow_nan=False), i.e.
+// ensure_ascii strings, floats as repr(), separators ", " and ": ". The scanner writes the bulk
+// (rows, numbers, labels); Python renders the rest once (topic, key, field names, identity) so
+// the two cannot drift apart.
+
+/// A JSON string as Python's `json` writes it with ensure_ascii: `"` and `\` escaped, \b \f \n
+/// \r \t short, every other character outside ' '..'~' as \uXXXX (lowercase hex; UTF-16
+/// surrogate pairs above U+FFFF).
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let (mut i, mut start) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        let c = if b < 0x80 { b as char } else { s[i..].chars().next().expect("a char at a boundary") };
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\x08' => out.extend_from_slice(b"\\b"),
+            '\x0c' => out.extend_from_slice(b"\\f"),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+        i += c.len_utf8();
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// repr() of the float `fast_decimal` read from `text` (its conditions hold: a sign, digits and
+/// at most one point, at most 15 significant digits). A decimal of at most 15 significant digits
+/// is the only one of that length or shorter that reads back as its double (DBL_DIG is 15), so
+/// the shortest round-trip digits repr() prints are the text's own digits without leading and
+/// trailing zeros; only the layout is left to do. Most nmon cells take this path: no float
+/// formatting at all.
+fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8]) {
+    let (negative, body) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (int, frac) = match memchr(b'.', body) {
+        Some(p) => (&body[..p], &body[p + 1..]),
+        None => (body, &body[body.len()..]),
+    };
+    let int = &int[int.iter().position(|&b| b != b'0').unwrap_or(int.len())..];
+    let frac = &frac[..frac.iter().rposition(|&b| b != b'0').map_or(0, |p| p + 1)];
+    if negative {
+        out.push(b'-');
+    }
+    if !int.is_empty() {
+        // at most 15 digits before the point: fixed notation (repr switches at 1e16)
+        out.extend_from_slice(int);
+        out.push(b'.');
+        out.extend_from_slice(if frac.is_empty() { b"0" } else { frac });
+        return;
+    }
+    if frac.is_empty() {
+        out.extend_from_slice(b"0.0"); // zero keeps its sign: repr(-0.0) is '-0.0'
+        return;
+    }
+    let zeros = frac.iter().position(|&b| b != b'0').expect("a non-zero digit");
+    if zeros <= 3 {
+        out.extend_from_slice(b"0.");
+        out.extend_from_slice(frac);
+        return;
+    }
+    // below 1e-4 repr writes d.ddde-XX
+    let digits = &frac[zeros..];
+    out.push(digits[0]);
+    if digits.len() > 1 {
+        out.push(b'.');
+        out.extend_from_slice(&digits[1..]);
+    }
+    let _ = write!(out, "e-{:02}", zeros + 1);
+}
+
+/// repr() of any finite float: the shortest digits that read back as `v` (the nearest such
+/// string; of two equally near, the one whose last digit is even, as CPython's dtoa does), fixed
+/// notation from 1e-4 up to 1e16, else d.ddde+XX.
+fn push_repr(out: &mut Vec<u8>, v: f64) {
+    if v == 0.0 {
+        out.extend_from_slice(if v.is_sign_negative() { b"-0.0" } else { b"0.0" });
+        return;
+    }
+    if v.fract() == 0.0 && v.abs() < 1e16 {
+        // an integer below 2**53 (or an even one below 1e16): its own digits are the shortest
+        let _ = write!(out, "{}.0", v as i64);
+        return;
+    }
+    // core's shortest round-trip digits (Grisu with a Dragon fallback; boundaries included for
+    // an even mantissa, as in dtoa), nearest to v
+    let text = format!("{:e}", v.abs());
+    let e = text.find('e').expect("exponent");
+    let mut exp: i32 = text[e + 1..].parse().expect("exponent digits");
+    let mut digits: Vec<u8> = text.as_bytes()[..e].iter().copied().filter(|&b| b != b'.').collect();
+    let nd = digits.len();
+    // Two shortest strings can be equally near: v exactly halfway, its exact decimal one digit
+    // longer and ending in 5. Core then may take either; dtoa takes the even one. Only strings
+    // of 16-17 digits can tie (shorter ones are unique): the exact expansion tells.
+    if nd >= 16 {
+        let exact = format!("{:.*e}", nd, v.abs());
+        let ee = exact.find('e').expect("exponent");
+        let longer: Vec<u8> = exact.as_bytes()[..ee].iter().copied().filter(|&b| b != b'.').collect();
+        let same_decade = exact[ee + 1..].parse::<i32>().ok() == Some(exp);
+        if same_decade && longer[nd] == b'5' && is_exact(v, &exact) {
+            digits.copy_from_slice(&longer[..nd]);
+            if (digits[nd - 1] - b'0') % 2 == 1 {
+                // round the odd last digit up, carrying
+                let mut k = nd;
+                loop {
+                    if k == 0 {
+                        digits.insert(0, b'1');
+                        digits.pop();
+                        exp += 1;
+                        break;
+                    }
+                    k -= 1;
+                    if digits[k] == b'9' {
+                        digits[k] = b'0';
+                    } else {
+                        digits[k] += 1;
+                        break;
+                    }
+                }
+            }
+            while digits.len() > 1 && digits[digits.len() - 1] == b'0' {
+                digits.pop();
+            }
+        }
+    }
+    if v < 0.0 {
+        out.push(b'-');
+    }
+    let nd = digits.len() as i32;
+    let decpt = exp + 1;
+    if -4 < decpt && decpt <= 16 {
+        if decpt <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-decpt) as usize));
+            out.extend_from_slice(&digits);
+        } else if decpt >= nd {
+            out.extend_from_slice(&digits);
+            out.extend(std::iter::repeat_n(b'0', (decpt - nd) as usize));
+            out.extend_from_slice(b".0");
+        } else {
+            out.extend_from_slice(&digits[..decpt as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[decpt as usize..]);
+        }
+    } else {
+        out.push(digits[0]);
+        if nd > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let x = decpt - 1;
+        let _ = write!(out, "e{}{:02}", if x < 0 { '-' } else { '+' }, x.abs());
+    }
+}
+
+/// `rounded` (v in d.ddde±x) is v exactly: the full expansion (at most 767 significant digits)
+/// has nothing after those digits.
+fn is_exact(v: f64, rounded: &str) -> bool {
+    let shown = rounded.find('e').expect("exponent") - 1; // digits shown, point excluded
+    let full = format!("{:.800e}", v.abs());
+    let e = full.find('e').expect("exponent");
+    let all: Vec<u8> = full.as_bytes()[..e].iter().copied().filter(|&b| b != b'.').collect();
+    all[shown..].iter().all(|&b| b == b'0')
+}
+
+/// The repr of a float as a Python string (for tests: tests/unit/test_nmon_native.py).
+#[pyfunction]
+fn float_repr(v: f64) -> String {
+    let mut out = Vec::new();
+    push_repr(&mut out, v);
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// The repr of the float a cell's text reads as, by the path the scanner takes (for tests).
+#[pyfunction]
+fn cell_repr(text: &[u8]) -> Option<String> {
+    let mut out = Vec::new();
+    if fast_decimal(text).is_some() {
+        push_decimal_repr(&mut out, text);
+    } else {
+        push_repr(&mut out, parse_float(text).filter(|v| v.is_finite())?);
+    }
+    Some(String::from_utf8(out).expect("ASCII"))
+}
+
+/// json.dumps(s) with ensure_ascii (for tests).
+#[pyfunction]
+fn json_str(s: &str) -> String {
+    let mut out = Vec::new();
+    push_json_str(&mut out, s);
+    String::from_utf8(out).expect("ASCII")
 }
 
 // --- Python's notion of blanks, so labels and numbers match the reference parser.
@@ -217,6 +430,34 @@ fn compile_plan(plan: Vec<(String, usize)>) -> PyResult<Vec<Field>> {
 struct Context {
     strings: Vec<String>,
     doubles: Vec<f64>,
+    // the same as Python's JSON renders them (lines mode); None: a number JSON cannot show
+    json_strings: Vec<Vec<u8>>,
+    json_doubles: Vec<Option<Vec<u8>>>,
+}
+
+impl Context {
+    /// (strings, doubles) as the hooks give them, and in lines mode their JSON texts.
+    fn of(answer: &Bound<'_, PyAny>) -> PyResult<Context> {
+        let t = answer.downcast::<PyTuple>()?;
+        let mut context =
+            Context { strings: t.get_item(0)?.extract()?, doubles: t.get_item(1)?.extract()?, ..Context::default() };
+        if t.len() > 2 {
+            let strings: Vec<String> = t.get_item(2)?.extract()?;
+            let doubles: Vec<Option<String>> = t.get_item(3)?.extract()?;
+            context.json_strings = strings.into_iter().map(String::into_bytes).collect();
+            context.json_doubles = doubles.into_iter().map(|d| d.map(String::into_bytes)).collect();
+        }
+        Ok(context)
+    }
+}
+
+/// Lines mode (`fleetperf parse`): what Python rendered once per file of the JSON lines around
+/// the scanner's part, and the lines written since the last event.
+struct JsonOut {
+    heads: [Vec<u8>; 2],          // nmon_snapshots, cpu_samples: `{"topic": "...", "key": `
+    keys: [Vec<Vec<u8>>; 2],      // per plan field: `, "value": {"host_id": ` then `, "name": `
+    out: Vec<u8>,                 // complete lines, flushed as one event
+    counts: [u64; 3],             // nmon_snapshots, cpu_samples, values in `out`
 }
 
 struct Header {
@@ -232,6 +473,11 @@ struct Header {
     section_avro: Vec<u8>,
     entities_avro: Vec<u8>, // unused when the entity comes from labels
     metrics_avro: Vec<u8>,
+    // lines mode, rendered by Python: `{"section": "CPU", "entities": `, `["1"]`,
+    // `, "metrics": [...], "values": [`
+    json_head: Vec<u8>,
+    json_entities: Vec<u8>,
+    json_metrics: Vec<u8>,
 }
 
 impl Header {
@@ -247,6 +493,8 @@ impl Header {
         let entity_from_labels: Vec<String> = spec.get_item(8)?.extract()?;
         let cpu_fields: Vec<(usize, usize)> = spec.get_item(9)?.extract()?;
         let kinds: Vec<u8> = spec.get_item(10)?.extract()?;
+        let (json_head, json_entities, json_metrics): (String, String, String) =
+            if spec.len() > 11 { spec.get_item(11)?.extract()? } else { Default::default() };
         if kinds.len() != numeric.len() {
             return Err(pyo3::exceptions::PyValueError::new_err("one kind per numeric column"));
         }
@@ -268,6 +516,9 @@ impl Header {
             section_avro,
             entities_avro: str_array(&entities),
             metrics_avro: str_array(&metrics),
+            json_head: json_head.into_bytes(),
+            json_entities: json_entities.into_bytes(),
+            json_metrics: json_metrics.into_bytes(),
         })
     }
 }
@@ -279,6 +530,7 @@ struct Snap {
     n_rows: u64,
     n_values: u64,
     cpu: [Option<f64>; CPU_SLOTS],
+    cpu_json: [Vec<u8>; CPU_SLOTS], // lines mode: the repr of each cpu value, as in the rows
     cpu_any: bool,
     first_line: u64,
     first_offset: u64,
@@ -298,6 +550,7 @@ impl Snap {
             n_rows: 0,
             n_values: 0,
             cpu: [None; CPU_SLOTS],
+            cpu_json: std::array::from_fn(|_| Vec::new()),
             cpu_any: false,
             first_line,
             first_offset,
@@ -324,7 +577,10 @@ struct Scanner {
     #[pyo3(get)]
     last_line_offset: i64,
     events: Vec<PyObject>,
+    json: Option<JsonOut>, // lines mode: records written as `fleetperf parse`'s JSON lines
     values: Vec<Option<f64>>,
+    values_json: Vec<u8>,          // lines mode: the line's values as a JSON list body
+    value_spans: Vec<(usize, usize)>, // each value's text in values_json
     labels: Vec<(String, String)>,
     fields: Vec<(usize, usize)>, // cells of the current line as byte ranges, reused
     rows_hint: usize,            // size of the last snapshot's rows, to allocate once
@@ -366,17 +622,40 @@ enum LineOutcome {
 impl Scanner {
     /// hooks.scan_control(tag, rest, line, line_no) answers the lines that are not data, but for
     /// configuration text (hooks.scan_config, several lines at once); the
-    /// plans say how nmon_snapshots and cpu_samples records are written, field by field.
+    /// plans say how nmon_snapshots and cpu_samples records are written, field by field. With
+    /// `lines` (each record's head `{"topic": ..., "key": ` and the text before each plan field)
+    /// they are written as `fleetperf parse`'s JSON lines instead of Avro: ("lines", text,
+    /// snapshots, cpu samples, values) events; the hooks then answer contexts with their JSON.
     #[new]
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (hooks, snapshot_plan, cpu_plan, limits, lines=None))]
     fn new(
         hooks: PyObject,
         snapshot_plan: Vec<(String, usize)>,
         cpu_plan: Vec<(String, usize)>,
         limits: (u64, u64, usize, f64, usize, (String, String, String)),
+        lines: Option<((String, Vec<String>), (String, Vec<String>))>,
     ) -> PyResult<Scanner> {
         let (max_line, max_snapshot, max_number_chars, percent_max, raw_kept, (not_nmon, empty, cut)) = limits;
+        let json = match lines {
+            None => None,
+            Some(((snap_head, snap_keys), (cpu_head, cpu_keys))) => {
+                if snap_keys.len() != snapshot_plan.len() || cpu_keys.len() != cpu_plan.len() {
+                    return Err(pyo3::exceptions::PyValueError::new_err("one JSON key per plan field"));
+                }
+                let bytes = |keys: Vec<String>| keys.into_iter().map(String::into_bytes).collect();
+                Some(JsonOut {
+                    heads: [snap_head.into_bytes(), cpu_head.into_bytes()],
+                    keys: [bytes(snap_keys), bytes(cpu_keys)],
+                    out: Vec::new(),
+                    counts: [0; 3],
+                })
+            }
+        };
         Ok(Scanner {
+            json,
+            values_json: Vec::new(),
+            value_spans: Vec::new(),
             limits: Limits { max_line, max_snapshot, max_number_chars, percent_max, raw_kept, not_nmon, empty, cut },
             started: false,
             rejected: None,
@@ -471,10 +750,10 @@ impl Scanner {
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
-        context: (Vec<String>, Vec<f64>),
+        context: Bound<'py, PyAny>,
         complete_tail: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.context = Context { strings: context.0, doubles: context.1 };
+        self.context = Context::of(&context)?;
         if let Some((head, length)) = self.skipping.take() {
             let (line_no, offset) = (self.lines + 1, self.next_offset);
             self.long_line(py, head, length, false, line_no, offset);
@@ -506,12 +785,12 @@ impl Scanner {
     /// snapshots that have their ZZZZ time and data lines are complete; closed now rather than at
     /// the next ZZZZ line, which then finds them gone (parser.py `flush_open_snapshot`). Nothing
     /// while a line is half-read.
-    fn flush_open<'py>(&mut self, py: Python<'py>, context: (Vec<String>, Vec<f64>)) -> PyResult<Bound<'py, PyList>> {
+    fn flush_open<'py>(&mut self, py: Python<'py>, context: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         if self.rejected.is_some() || self.cut_offset.is_some() || !self.carry.is_empty() || self.skipping.is_some() {
             return self.take_events(py);
         }
         self.flush_config(py)?;
-        self.context = Context { strings: context.0, doubles: context.1 };
+        self.context = Context::of(&context)?;
         let (mut done, keep): (Vec<Snap>, Vec<Snap>) =
             std::mem::take(&mut self.snaps).into_iter().partition(|s| s.ts.is_some() && s.lines > 0);
         self.snaps = keep;
@@ -525,12 +804,34 @@ impl Scanner {
 
 impl Scanner {
     fn take_events<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.flush_lines(py);
         PyList::new(py, std::mem::take(&mut self.events))
+    }
+
+    /// An event after the lines written so far (which go first, to keep the file's order).
+    fn push_event(&mut self, py: Python<'_>, event: Bound<'_, PyTuple>) {
+        self.flush_lines(py);
+        self.events.push(event.into_any().unbind());
+    }
+
+    /// Lines mode: the JSON lines written since the last event as one ("lines", text, snapshots,
+    /// cpu samples, values) event: one bytes object per fed chunk, not one per record.
+    fn flush_lines(&mut self, py: Python<'_>) {
+        let Some(json) = self.json.as_mut() else { return };
+        if json.out.is_empty() {
+            return;
+        }
+        // ASCII bytes (ensure_ascii): parse writes them to stdout's binary layer as they are
+        let text = PyBytes::new(py, &json.out);
+        let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
+        json.out.clear();
+        let event = ("lines", text, snapshots, cpus, values).into_pyobject(py).expect("tuple");
+        self.events.push(event.into_any().unbind());
     }
 
     fn dead(&mut self, py: Python<'_>, line_no: u64, offset: u64, message: String, raw: &[u8]) {
         let event = ("dead", line_no, offset, message, PyBytes::new(py, raw));
-        self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+        self.push_event(py, event.into_pyobject(py).expect("tuple"));
     }
 
     /// The partial line of a chunk: kept, or skipped once longer than max_line.
@@ -705,8 +1006,7 @@ impl Scanner {
         let answer = self.hooks.call_method1(py, "scan_config", (PyList::new(py, items)?,))?;
         let answer = answer.bind(py);
         if !answer.is_none() {
-            let (strings, doubles): (Vec<String>, Vec<f64>) = answer.extract()?;
-            self.context = Context { strings, doubles };
+            self.context = Context::of(answer)?;
         }
         Ok(())
     }
@@ -775,15 +1075,13 @@ impl Scanner {
                 let snap_tag: Vec<u8> = answer.get_item(1)?.extract()?;
                 let ts: i64 = answer.get_item(2)?.extract()?;
                 let first: bool = answer.get_item(3)?.extract()?;
-                let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(4)?.extract()?;
-                self.context = Context { strings, doubles };
+                self.context = Context::of(&answer.get_item(4)?)?;
                 self.seen_zzzz = true;
                 self.zzzz(py, &snap_tag, ts, first, line_no, offset);
                 Ok(LineOutcome::Ok)
             }
             "context" => {
-                let (strings, doubles): (Vec<String>, Vec<f64>) = answer.get_item(1)?.extract()?;
-                self.context = Context { strings, doubles };
+                self.context = Context::of(&answer.get_item(1)?)?;
                 Ok(LineOutcome::Ok)
             }
             other => Err(pyo3::exceptions::PyValueError::new_err(format!("control hook answered {other:?}"))),
@@ -792,8 +1090,7 @@ impl Scanner {
 
     fn zzzz(&mut self, py: Python<'_>, tag: &[u8], ts: i64, first: bool, line_no: u64, offset: u64) {
         if first {
-            let event = ("config", offset).into_pyobject(py).expect("tuple");
-            self.events.push(event.into_any().unbind());
+            self.push_event(py, ("config", offset).into_pyobject(py).expect("tuple"));
         }
         // every other open snapshot has seen all its lines now (also when nmon restarted at T0001)
         let (same, others): (Vec<Snap>, Vec<Snap>) =
@@ -855,6 +1152,10 @@ impl Scanner {
             return;
         }
         self.rows_hint = self.rows_hint.max(snap.rows.len());
+        if self.json.is_some() {
+            self.emit_json(py, &snap);
+            return;
+        }
         let record = |plan: &[Field]| {
             // written straight into the bytes object Python gets, so the rows are copied once
             let (mut before, mut after) = (Vec::with_capacity(128), Vec::with_capacity(64));
@@ -888,6 +1189,68 @@ impl Scanner {
         let key = self.context.strings.first().map_or("", |k| k.as_str());
         let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu, snap.first_offset, key);
         self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+    }
+
+    /// Lines mode: the snapshot's cpu_samples and nmon_snapshots messages as JSON lines, in the
+    /// order `emit` gives their Avro. A record holding a number JSON cannot show (a non-finite
+    /// context double) is not written: a ("nonfinite", topic key, key) event takes its place, and
+    /// Python reports it as `parse` reports such a record.
+    fn emit_json(&mut self, py: Python<'_>, snap: &Snap) {
+        for (which, topic) in [(1usize, "cpu_samples"), (0, "nmon_snapshots")] {
+            if which == 1 && !snap.cpu_any {
+                continue;
+            }
+            let plan = if which == 0 { &self.snapshot_plan } else { &self.cpu_plan };
+            let context = &self.context;
+            let finite = plan.iter().all(|f| match f {
+                Field::ContextDouble(i) => context.json_doubles.get(*i).is_none_or(|d| d.is_some()),
+                _ => true,
+            });
+            if !finite {
+                let key = context.strings.first().cloned().unwrap_or_default();
+                self.push_event(py, ("nonfinite", topic, key).into_pyobject(py).expect("tuple"));
+                continue;
+            }
+            let json = self.json.as_mut().expect("lines mode");
+            let out = &mut json.out;
+            out.extend_from_slice(&json.heads[which]);
+            push_context_str(out, context, 0);
+            for (field, key) in plan.iter().zip(&json.keys[which]) {
+                out.extend_from_slice(key);
+                match *field {
+                    Field::ContextStr(i) => push_context_str(out, context, i),
+                    Field::ContextDouble(i) => match context.json_doubles.get(i) {
+                        Some(Some(text)) => out.extend_from_slice(text),
+                        _ => out.extend_from_slice(b"0.0"), // as the Avro path writes a missing one
+                    },
+                    Field::Ts => {
+                        let _ = write!(out, "{}", snap.ts.expect("emitted snapshots have a time"));
+                    }
+                    Field::Tag => push_json_str(out, &String::from_utf8_lossy(&snap.tag)),
+                    Field::Rows => {
+                        out.push(b'[');
+                        out.extend_from_slice(&snap.rows);
+                        out.push(b']');
+                    }
+                    Field::CpuDouble(slot) => match snap.cpu[slot] {
+                        None => out.extend_from_slice(b"null"),
+                        Some(_) => out.extend_from_slice(&snap.cpu_json[slot]),
+                    },
+                    // the reference parser stores int(value): truncation toward zero
+                    Field::CpuInt(slot) => match snap.cpu[slot] {
+                        None => out.extend_from_slice(b"null"),
+                        Some(v) => {
+                            let _ = write!(out, "{}", v.trunc() as i64);
+                        }
+                    },
+                }
+            }
+            out.extend_from_slice(b"}}\n");
+            json.counts[which] += 1;
+            if which == 0 {
+                json.counts[2] += snap.n_values;
+            }
+        }
     }
 
     fn write_field(&self, out: &mut Vec<u8>, field: Field, snap: &Snap) {
@@ -964,6 +1327,10 @@ impl Scanner {
         }
         let values = &mut self.values;
         values.clear();
+        let json_mode = self.json.is_some();
+        let (values_json, spans) = (&mut self.values_json, &mut self.value_spans);
+        values_json.clear();
+        spans.clear();
         for (k, &i) in header.numeric.iter().enumerate() {
             let raw = cell(i);
             let trimmed = strip_bytes(raw);
@@ -971,15 +1338,26 @@ impl Scanner {
                 let t = if matches!(t.first(), Some(b'-') | Some(b'+')) { &t[1..] } else { t };
                 t.eq_ignore_ascii_case(b"nan")
             };
+            if json_mode {
+                if k > 0 {
+                    values_json.extend_from_slice(b", ");
+                }
+                spans.push((values_json.len(), values_json.len()));
+            }
             if trimmed.is_empty() || (header.kinds[k] == 3 && nan_text(trimmed)) {
                 values.push(None);
+                if json_mode {
+                    values_json.extend_from_slice(b"null");
+                }
                 continue;
             }
+            // lines mode: most cells are short decimals, whose repr comes from their text
+            let fast = fast_decimal(trimmed);
             // ingest/validate.py: parse_number, then out_of_range for the column's kind
             let why = if trimmed.len() > limits.max_number_chars {
                 Err(format!("number too long ({} characters)", trimmed.len()))
             } else {
-                match parse_float(trimmed) {
+                match fast.or_else(|| parse_float(trimmed)) {
                     Some(v) if v.is_finite() && memchr(b'_', trimmed).is_none() => {
                         let kind = header.kinds[k];
                         if kind >= 1 && v < 0.0 {
@@ -996,9 +1374,22 @@ impl Scanner {
                 }
             };
             match why {
-                Ok(v) => values.push(Some(v)),
+                Ok(v) => {
+                    values.push(Some(v));
+                    if json_mode {
+                        if fast.is_some() {
+                            push_decimal_repr(values_json, trimmed);
+                        } else {
+                            push_repr(values_json, v);
+                        }
+                        spans.last_mut().expect("a span per value").1 = values_json.len();
+                    }
+                }
                 Err(why) => {
                     values.push(None);
+                    if json_mode {
+                        values_json.extend_from_slice(b"null");
+                    }
                     if header.strict {
                         let shown = PyBytes::new(py, &raw[..raw.len().min(40)]).repr()?.to_string();
                         problems.push(format!("{} {}: {}: {}", header.section, header.columns[i], why, shown));
@@ -1011,20 +1402,48 @@ impl Scanner {
         }
         let snap = &mut self.snaps[idx];
         let rows = &mut snap.rows;
+        if json_mode {
+            // {"section": ..., "entities": [...], "metrics": [...], "values": [...], "labels": {...}}
+            if snap.n_rows > 0 {
+                rows.extend_from_slice(b", ");
+            }
+            rows.extend_from_slice(&header.json_head);
+            if header.entity_from_labels.is_empty() {
+                rows.extend_from_slice(&header.json_entities);
+            } else {
+                rows.push(b'[');
+                if !values.is_empty() {
+                    push_json_str(rows, &entity_of(&header.entity_from_labels, labels));
+                }
+                rows.push(b']');
+            }
+            rows.extend_from_slice(&header.json_metrics);
+            rows.extend_from_slice(values_json);
+            rows.extend_from_slice(b"], \"labels\": {");
+            for (n, (k, v)) in labels.iter().enumerate() {
+                if n > 0 {
+                    rows.extend_from_slice(b", ");
+                }
+                push_json_str(rows, k);
+                rows.extend_from_slice(b": ");
+                push_json_str(rows, v);
+            }
+            rows.extend_from_slice(b"}}");
+            for &(slot, pos) in &header.cpu_fields {
+                let text = &mut snap.cpu_json[slot];
+                text.clear();
+                if let Some(&(a, b)) = spans.get(pos) {
+                    text.extend_from_slice(&values_json[a..b]);
+                }
+            }
+        } else {
         rows.extend_from_slice(&header.section_avro);
         if header.entity_from_labels.is_empty() {
             rows.extend_from_slice(&header.entities_avro);
         } else {
-            let joined = header
-                .entity_from_labels
-                .iter()
-                .map(|c| labels.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str()))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let entity = joined.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
             if !values.is_empty() {
                 put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
-                put_str(rows, entity.as_bytes());
+                put_str(rows, entity_of(&header.entity_from_labels, labels).as_bytes());
             }
             rows.push(0);
         }
@@ -1050,6 +1469,7 @@ impl Scanner {
             }
         }
         rows.push(0);
+        }
         snap.n_rows += 1;
         snap.n_values += values.len() as u64;
         for &(slot, pos) in &header.cpu_fields {
@@ -1065,6 +1485,24 @@ impl Scanner {
     }
 }
 
+/// A context string's JSON as Python rendered it ("" when there is none, as in the Avro path).
+fn push_context_str(out: &mut Vec<u8>, context: &Context, i: usize) {
+    match context.json_strings.get(i) {
+        Some(text) => out.extend_from_slice(text),
+        None => out.extend_from_slice(b"\"\""),
+    }
+}
+
+/// The one entity of a row whose entity is made of text columns (TOP: 'PID command').
+fn entity_of(columns: &[String], labels: &[(String, String)]) -> String {
+    let joined = columns
+        .iter()
+        .map(|c| labels.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    joined.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)).to_string()
+}
+
 /// dict semantics: a repeated key keeps its first position and takes the last value.
 fn set_label(labels: &mut Vec<(String, String)>, key: &str, value: String) {
     match labels.iter_mut().find(|(k, _)| k == key) {
@@ -1077,5 +1515,8 @@ fn set_label(labels: &mut Vec<(String, String)>, key: &str, value: String) {
 fn fleetperf_nmon_scan(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add("CPU_SLOTS", CPU_SLOTS)?;
+    m.add_function(wrap_pyfunction!(float_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(cell_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(json_str, m)?)?;
     Ok(())
 }
