@@ -20,6 +20,7 @@ has it): with PYTHONDONTWRITEBYTECODE set, every start compiles the package agai
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import struct
@@ -88,13 +89,42 @@ def child(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tu
     return usage.ru_utime + usage.ru_stime, rss
 
 
+def work_only(paths: list[str]) -> None:
+    """(child mode) CPU seconds of `parse sadc`'s loop over `paths` once everything is imported: the
+    per-file work without the CLI's start-up, printed as a number."""
+    import io
+
+    from fleetperf import config
+    from fleetperf.sources.sysstat.records import Options, records_of_file
+
+    s = config.load()
+    names = {k: s.topic(k).name for k in s.topics}
+    encode = json.JSONEncoder(allow_nan=False).encode
+    with open(os.devnull, "wb") as raw:
+        out = io.TextIOWrapper(raw, encoding="utf-8")
+        t = time.process_time()
+        for p in paths:
+            for e in records_of_file(Path(p), Options(), names):
+                if isinstance(e, tuple):  # the native path's lines, as cli/commands/parse.py writes them
+                    out.flush()
+                    raw.write(e.text)
+                else:
+                    out.write(encode({"topic": names[e.topic_key], "key": e.key, "value": e.record}) + "\n")
+        out.flush()
+        print(time.process_time() - t)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=144, help="records of the daily file (sadc, 1 s apart)")
     ap.add_argument("--copies", type=int, default=80, help="copies of the daily file's records in the large file")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", type=Path, help="folder for the files (default: a new temporary one)")
+    ap.add_argument("--work-only", nargs="+", help=argparse.SUPPRESS)  # child mode
     args = ap.parse_args()
+    if args.work_only:
+        work_only(args.work_only)
+        return
     sys.path.insert(0, str(ROOT / "src"))
     from fleetperf.sources.sysstat.reader import Record, native_available, open_bytes
 
@@ -122,7 +152,7 @@ def main() -> None:
 
     print(f"parse sadc, python vs native, beside sadf -j -- -A; CPU s (user + system), median of {args.repeat}")
     head = (f"{'file':<20} {'MB':>6} {'records':>7} | {'command':<12} | {'CPU s':>8} {'/ sadf':>7} |"
-            f" {'MB/CPU s':>8} | {'peak RSS MB':>11}")  # fmt: skip
+            f" {'MB/CPU s':>8} | {'peak RSS MB':>11} | {'work s':>7} {'/ sadf':>7}")  # fmt: skip
     print(head)
     print("-" * len(head))
     starts = {name: statistics.median(child([*parse, str(one)], envs[name], ok=(0, 3))[0]
@@ -158,8 +188,18 @@ def main() -> None:
         for i, (name, t, rss) in enumerate(rows):
             what = f"{label:<20} {size:>6.2f} {n:>7}" if i == 0 else f"{'':<20} {'':>6} {'':>7}"
             ratio = t / theirs if theirs else float("inf")
-            print(f"{what} | {name:<12} | {t:>8.3f} {ratio:>7.2f} | {size / t if t else 0:>8.1f} | {rss / 1024:>11.1f}")
-    print(f"(files in {work}; CPU seconds of one process, i.e. per core; / sadf = CPU s over sadf -j -A's)")
+            line = f"{what} | {name:<12} | {t:>8.3f} {ratio:>7.2f} | {size / t if t else 0:>8.1f} | {rss / 1024:>11.1f}"
+            if name in envs:  # the same loop in-process, after the imports (sadf's start-up is ~0.003 s)
+                env = envs[name]
+                w = statistics.median(
+                    float(subprocess.run([sys.executable, __file__, "--work-only", *map(str, paths)], env=env,
+                                         check=True, capture_output=True, text=True).stdout)
+                    for _ in range(args.repeat)
+                )  # fmt: skip
+                line += f" | {w:>7.3f} {w / theirs if theirs else float('inf'):>7.2f}"
+            print(line)
+    print(f"(files in {work}; CPU seconds of one process, i.e. per core; / sadf = CPU s over sadf -j -A's;"
+          " work s: the parse loop alone, in a process of its own after its imports and settings)")  # fmt: skip
 
 
 if __name__ == "__main__":
