@@ -14,9 +14,10 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use memchr::memchr;
+use memchr::{memchr, memchr_iter};
 use rustc_hash::FxHashMap;
 use std::io::Write;
+use std::sync::Arc as Rc; // shared by the header map and the line being read (the pyclass must be Send)
 
 /// Typed cpu_sample slots a header can fill (index into layout.CPU_SAMPLE_FIELDS).
 const CPU_SLOTS: usize = 32;
@@ -92,50 +93,100 @@ fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// repr() of the float `fast_decimal` read from `text` (its conditions hold: a sign, digits and
-/// at most one point, at most 15 significant digits). A decimal of at most 15 significant digits
-/// is the only one of that length or shorter that reads back as its double (DBL_DIG is 15), so
-/// the shortest round-trip digits repr() prints are the text's own digits without leading and
-/// trailing zeros; only the layout is left to do. Most nmon cells take this path: no float
-/// formatting at all.
-fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8]) {
-    let (negative, body) = match text.first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
+/// extend_from_slice for the short pieces of the JSON lines (a number, a separator): the copy
+/// done with two possibly overlapping loads and stores instead of a call to memcpy, which cost
+/// 16 % of the scanner's time in lines mode when every number took one or more calls (perf).
+#[inline(always)]
+fn put(out: &mut Vec<u8>, src: &[u8]) {
+    let n = src.len();
+    if n > 16 {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(16);
+    // SAFETY: `reserve` left at least 16 bytes of capacity after len, every store is within
+    // dst[0..n] with n <= 16, every load within src[0..n]; the n bytes are initialised before
+    // set_len.
+    unsafe {
+        let dst = out.as_mut_ptr().add(out.len());
+        let s = src.as_ptr();
+        if n >= 8 {
+            let (a, b) = (s.cast::<u64>().read_unaligned(), s.add(n - 8).cast::<u64>().read_unaligned());
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if n >= 4 {
+            let (a, b) = (s.cast::<u32>().read_unaligned(), s.add(n - 4).cast::<u32>().read_unaligned());
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else if n > 0 {
+            *dst = *s;
+            *dst.add(n / 2) = *s.add(n / 2);
+            *dst.add(n - 1) = *s.add(n - 1);
+        }
+        out.set_len(out.len() + n);
+    }
+}
+
+/// A section or snapshot tag as two integers and its length when it has at most 15 bytes, as
+/// nearly all have: a hash key and a comparison without a memcmp call (perf: the Vec keys' hashing
+/// and memcmp were ~10 % of lines mode); LONG_TAG for the rest.
+type TagKey = (u64, u64, u8);
+const LONG_TAG: TagKey = (0, 0, u8::MAX);
+
+fn tag_key(tag: &[u8]) -> TagKey {
+    let n = tag.len();
+    if n > 15 {
+        return LONG_TAG;
+    }
+    // two loads that together cover the tag (overlapping when it is shorter than 16 bytes); with
+    // the length, equal keys mean equal tags
+    let (lo, hi) = if n >= 8 {
+        (u64::from_le_bytes(tag[..8].try_into().expect("8")), u64::from_le_bytes(tag[n - 8..].try_into().expect("8")))
+    } else if n >= 4 {
+        let a = u32::from_le_bytes(tag[..4].try_into().expect("4"));
+        let b = u32::from_le_bytes(tag[n - 4..].try_into().expect("4"));
+        (u64::from(a), u64::from(b))
+    } else {
+        let b = |i: usize| tag.get(i).copied().map_or(0, u64::from);
+        (b(0) | b(1) << 8 | b(2) << 16, 0)
     };
-    let (int, frac) = match memchr(b'.', body) {
-        Some(p) => (&body[..p], &body[p + 1..]),
-        None => (body, &body[body.len()..]),
-    };
-    let int = &int[int.iter().position(|&b| b != b'0').unwrap_or(int.len())..];
-    let frac = &frac[..frac.iter().rposition(|&b| b != b'0').map_or(0, |p| p + 1)];
-    if negative {
+    (lo, hi, n as u8)
+}
+
+/// repr() of the float a `Decimal` read. A decimal of at most 15 significant digits is the only
+/// one of that length or shorter that reads back as its double (DBL_DIG is 15), so the shortest
+/// round-trip digits repr() prints are the text's own digits without leading and trailing zeros;
+/// only the layout is left to do. Most nmon cells take this path: no float formatting at all.
+fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8], d: &Decimal) {
+    if d.negative {
         out.push(b'-');
     }
-    if !int.is_empty() {
+    let Some(first) = d.first_nonzero else {
+        put(out, b"0.0"); // zero keeps its sign: repr(-0.0) is '-0.0'
+        return;
+    };
+    if first < d.point {
         // at most 15 digits before the point: fixed notation (repr switches at 1e16)
-        out.extend_from_slice(int);
+        put(out, &text[first..d.point]);
         out.push(b'.');
-        out.extend_from_slice(if frac.is_empty() { b"0" } else { frac });
+        if d.last_nonzero > d.point + 1 {
+            put(out, &text[d.point + 1..d.last_nonzero]);
+        } else {
+            out.push(b'0');
+        }
         return;
     }
-    if frac.is_empty() {
-        out.extend_from_slice(b"0.0"); // zero keeps its sign: repr(-0.0) is '-0.0'
-        return;
-    }
-    let zeros = frac.iter().position(|&b| b != b'0').expect("a non-zero digit");
+    let zeros = first - d.point - 1;
     if zeros <= 3 {
-        out.extend_from_slice(b"0.");
-        out.extend_from_slice(frac);
+        put(out, b"0.");
+        put(out, &text[d.point + 1..d.last_nonzero]);
         return;
     }
     // below 1e-4 repr writes d.ddde-XX
-    let digits = &frac[zeros..];
-    out.push(digits[0]);
-    if digits.len() > 1 {
+    out.push(text[first]);
+    if d.last_nonzero > first + 1 {
         out.push(b'.');
-        out.extend_from_slice(&digits[1..]);
+        put(out, &text[first + 1..d.last_nonzero]);
     }
     let _ = write!(out, "e-{:02}", zeros + 1);
 }
@@ -246,8 +297,8 @@ fn float_repr(v: f64) -> String {
 #[pyfunction]
 fn cell_repr(text: &[u8]) -> Option<String> {
     let mut out = Vec::new();
-    if fast_decimal(text).is_some() {
-        push_decimal_repr(&mut out, text);
+    if let Some(d) = decimal(text) {
+        push_decimal_repr(&mut out, text, &d);
     } else {
         push_repr(&mut out, parse_float(text).filter(|v| v.is_finite())?);
     }
@@ -280,51 +331,74 @@ fn text_value(s: &[u8]) -> String {
         .to_string()
 }
 
+/// A short decimal (`fast_decimal`) and where its digits are, for its repr.
+struct Decimal {
+    value: f64,
+    negative: bool,
+    point: usize,                 // index of the '.', or the text's length
+    first_nonzero: Option<usize>, // index of the first non-zero digit
+    last_nonzero: usize,          // index after the last non-zero digit
+}
+
 /// Clinger's fast path: a decimal of at most 15 significant digits and 22 fraction digits is
 /// exactly m / 10^k with m and 10^k exact doubles, and one IEEE division rounds correctly, so the
 /// result has the bits Python's float() gives. Most nmon cells are like "12.3"; anything else
 /// (exponents, long mantissas, inf, nan) goes to the standard parser.
-fn fast_decimal(s: &[u8]) -> Option<f64> {
+fn decimal(s: &[u8]) -> Option<Decimal> {
     const POW10: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
         1e19, 1e20, 1e21, 1e22,
     ];
-    let (negative, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
+    let (negative, start) = match s.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
     };
     let mut mantissa: u64 = 0;
     let mut significant = 0usize;
-    let mut fraction: Option<usize> = None;
+    let mut fraction = 0usize;
+    let mut point: Option<usize> = None;
+    let (mut first_nonzero, mut last_nonzero) = (None, 0);
     let mut seen_digit = false;
-    for &b in digits {
+    for (i, &b) in s.iter().enumerate().skip(start) {
         match b {
             b'0'..=b'9' => {
                 seen_digit = true;
-                if mantissa == 0 && b == b'0' {
-                    // leading zeros add no significant digit
-                } else {
+                if b != b'0' {
+                    first_nonzero.get_or_insert(i);
+                    last_nonzero = i + 1;
+                }
+                // leading zeros add no significant digit
+                if mantissa != 0 || b != b'0' {
                     significant += 1;
+                    if significant > 15 {
+                        return None;
+                    }
                 }
                 mantissa = mantissa * 10 + u64::from(b - b'0');
-                if significant > 15 {
-                    return None;
-                }
-                if let Some(f) = fraction.as_mut() {
-                    *f += 1;
+                if point.is_some() {
+                    fraction += 1;
                 }
             }
-            b'.' if fraction.is_none() => fraction = Some(0),
+            b'.' if point.is_none() => point = Some(i),
             _ => return None,
         }
     }
-    let k = fraction.unwrap_or(0);
-    if !seen_digit || k > 22 {
+    if !seen_digit || fraction > 22 {
         return None;
     }
-    let value = mantissa as f64 / POW10[k];
-    Some(if negative { -value } else { value })
+    let value = mantissa as f64 / POW10[fraction];
+    Some(Decimal {
+        value: if negative { -value } else { value },
+        negative,
+        point: point.unwrap_or(s.len()),
+        first_nonzero,
+        last_nonzero,
+    })
+}
+
+fn fast_decimal(s: &[u8]) -> Option<f64> {
+    decimal(s).map(|d| d.value)
 }
 
 fn parse_float(s: &[u8]) -> Option<f64> {
@@ -525,6 +599,7 @@ impl Header {
 
 struct Snap {
     tag: Vec<u8>,
+    key: TagKey, // tag_key(tag)
     number: u64,
     rows: Vec<u8>,
     n_rows: u64,
@@ -541,10 +616,15 @@ struct Snap {
 }
 
 impl Snap {
+    fn is(&self, key: TagKey, tag: &[u8]) -> bool {
+        self.key == key && (key != LONG_TAG || self.tag == tag)
+    }
+
     fn new(tag: &[u8], first_line: u64, first_offset: u64, capacity: usize) -> Snap {
         let rows = Vec::with_capacity(capacity);
         Snap {
             tag: tag.to_vec(),
+            key: tag_key(tag),
             number: tag_number(tag),
             rows,
             n_rows: 0,
@@ -568,7 +648,8 @@ impl Snap {
 #[pyclass(module = "fleetperf_nmon_scan")]
 struct Scanner {
     hooks: PyObject,
-    headers: FxHashMap<Vec<u8>, Header>,
+    headers: FxHashMap<TagKey, Rc<Header>>,         // by tag_key
+    long_headers: FxHashMap<Vec<u8>, Rc<Header>>,   // tags of more than 15 bytes
     snaps: Vec<Snap>, // open snapshots in the order they were first seen (usually one or two)
     carry: Vec<u8>,
     next_offset: u64,
@@ -664,6 +745,7 @@ impl Scanner {
             seen_ts: FxHashMap::default(),
             hooks,
             headers: FxHashMap::default(),
+            long_headers: FxHashMap::default(),
             fields: Vec::new(),
             rows_hint: 0,
             snapshot_plan: compile_plan(snapshot_plan)?,
@@ -962,22 +1044,23 @@ impl Scanner {
             Some(p) => (&line[..p], &line[p + 1..]),
             None => (line, &line[line.len()..]),
         };
-        if let Some(header) = self.headers.get(tag) {
+        if let Some(header) = find_header(&self.headers, &self.long_headers, tag) {
+            let header = Rc::clone(header);
             let base = line.len() - rest.len();
             self.fields.clear();
             let mut start = 0;
-            while let Some(p) = memchr(b',', &rest[start..]) {
-                self.fields.push((base + start, base + start + p));
-                start += p + 1;
+            for p in memchr_iter(b',', rest) {
+                self.fields.push((base + start, base + p));
+                start = p + 1;
             }
             self.fields.push((base + start, line.len()));
             let cell = |k: usize| &line[self.fields[k].0..self.fields[k].1];
             if is_snapshot_tag(cell(0)) {
-                return self.data(py, tag, line, 1, None, (line_no, offset, size));
+                return self.data(py, header, line, 1, None, (line_no, offset, size));
             }
             if header.top && self.fields.len() > 1 && is_snapshot_tag(cell(1)) {
                 // TOP,<PID>,T0001,...: the process id comes before the snapshot tag
-                return self.data(py, tag, line, 2, Some(0), (line_no, offset, size));
+                return self.data(py, header, line, 2, Some(0), (line_no, offset, size));
             }
         }
         if tag == b"ZZZZ" && self.seen_zzzz && memchr(0, line).is_none() {
@@ -1068,7 +1151,10 @@ impl Scanner {
             "header" => {
                 let spec = answer.get_item(1)?;
                 let header = Header::from_spec(spec.downcast::<PyTuple>()?)?;
-                self.headers.insert(tag.to_vec(), header);
+                match tag_key(tag) {
+                    LONG_TAG => self.long_headers.insert(tag.to_vec(), Rc::new(header)),
+                    key => self.headers.insert(key, Rc::new(header)),
+                };
                 Ok(LineOutcome::Ok)
             }
             "zzzz" => {
@@ -1094,7 +1180,7 @@ impl Scanner {
         }
         // every other open snapshot has seen all its lines now (also when nmon restarted at T0001)
         let (same, others): (Vec<Snap>, Vec<Snap>) =
-            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.tag == tag);
+            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.is(tag_key(tag), tag));
         for snap in others {
             self.close(py, snap);
         }
@@ -1140,7 +1226,8 @@ impl Scanner {
     }
 
     fn snap_index(&mut self, tag: &[u8], line_no: u64, offset: u64) -> usize {
-        if let Some(i) = self.snaps.iter().position(|s| s.tag == tag) {
+        let key = tag_key(tag);
+        if let Some(i) = self.snaps.iter().position(|s| s.is(key, tag)) {
             return i;
         }
         self.snaps.push(Snap::new(tag, line_no, offset, self.rows_hint));
@@ -1283,7 +1370,7 @@ impl Scanner {
     fn data(
         &mut self,
         py: Python<'_>,
-        tag: &[u8],
+        header: Rc<Header>,
         line: &[u8],
         first: usize,
         pid: Option<usize>,
@@ -1307,7 +1394,7 @@ impl Scanner {
                 return Ok(LineOutcome::Ok);
             }
         }
-        let header = &self.headers[tag];
+        let header = &*header;
         let limits = &self.limits;
         let mut problems: Vec<String> = Vec::new();
         let fields = &self.fields;
@@ -1340,25 +1427,29 @@ impl Scanner {
             };
             if json_mode {
                 if k > 0 {
-                    values_json.extend_from_slice(b", ");
+                    put(values_json, b", ");
                 }
                 spans.push((values_json.len(), values_json.len()));
             }
             if trimmed.is_empty() || (header.kinds[k] == 3 && nan_text(trimmed)) {
                 values.push(None);
                 if json_mode {
-                    values_json.extend_from_slice(b"null");
+                    put(values_json, b"null");
                 }
                 continue;
             }
-            // lines mode: most cells are short decimals, whose repr comes from their text
-            let fast = fast_decimal(trimmed);
+            // most cells are short decimals (whose repr also comes from their text)
+            let fast = decimal(trimmed);
             // ingest/validate.py: parse_number, then out_of_range for the column's kind
             let why = if trimmed.len() > limits.max_number_chars {
                 Err(format!("number too long ({} characters)", trimmed.len()))
             } else {
-                match fast.or_else(|| parse_float(trimmed)) {
-                    Some(v) if v.is_finite() && memchr(b'_', trimmed).is_none() => {
+                let parsed = match &fast {
+                    Some(d) => Some(d.value),
+                    None => parse_float(trimmed).filter(|_| memchr(b'_', trimmed).is_none()),
+                };
+                match parsed {
+                    Some(v) if v.is_finite() => {
                         let kind = header.kinds[k];
                         if kind >= 1 && v < 0.0 {
                             Err("negative".to_string())
@@ -1377,8 +1468,8 @@ impl Scanner {
                 Ok(v) => {
                     values.push(Some(v));
                     if json_mode {
-                        if fast.is_some() {
-                            push_decimal_repr(values_json, trimmed);
+                        if let Some(d) = &fast {
+                            push_decimal_repr(values_json, trimmed, d);
                         } else {
                             push_repr(values_json, v);
                         }
@@ -1388,7 +1479,7 @@ impl Scanner {
                 Err(why) => {
                     values.push(None);
                     if json_mode {
-                        values_json.extend_from_slice(b"null");
+                        put(values_json, b"null");
                     }
                     if header.strict {
                         let shown = PyBytes::new(py, &raw[..raw.len().min(40)]).repr()?.to_string();
@@ -1405,11 +1496,11 @@ impl Scanner {
         if json_mode {
             // {"section": ..., "entities": [...], "metrics": [...], "values": [...], "labels": {...}}
             if snap.n_rows > 0 {
-                rows.extend_from_slice(b", ");
+                put(rows, b", ");
             }
             rows.extend_from_slice(&header.json_head);
             if header.entity_from_labels.is_empty() {
-                rows.extend_from_slice(&header.json_entities);
+                put(rows, &header.json_entities);
             } else {
                 rows.push(b'[');
                 if !values.is_empty() {
@@ -1419,7 +1510,7 @@ impl Scanner {
             }
             rows.extend_from_slice(&header.json_metrics);
             rows.extend_from_slice(values_json);
-            rows.extend_from_slice(b"], \"labels\": {");
+            put(rows, b"], \"labels\": {");
             for (n, (k, v)) in labels.iter().enumerate() {
                 if n > 0 {
                     rows.extend_from_slice(b", ");
@@ -1428,7 +1519,7 @@ impl Scanner {
                 rows.extend_from_slice(b": ");
                 push_json_str(rows, v);
             }
-            rows.extend_from_slice(b"}}");
+            put(rows, b"}}");
             for &(slot, pos) in &header.cpu_fields {
                 let text = &mut snap.cpu_json[slot];
                 text.clear();
@@ -1490,6 +1581,17 @@ fn push_context_str(out: &mut Vec<u8>, context: &Context, i: usize) {
     match context.json_strings.get(i) {
         Some(text) => out.extend_from_slice(text),
         None => out.extend_from_slice(b"\"\""),
+    }
+}
+
+fn find_header<'a>(
+    short: &'a FxHashMap<TagKey, Rc<Header>>,
+    long: &'a FxHashMap<Vec<u8>, Rc<Header>>,
+    tag: &[u8],
+) -> Option<&'a Rc<Header>> {
+    match tag_key(tag) {
+        LONG_TAG => long.get(tag),
+        key => short.get(&key),
     }
 }
 
