@@ -209,3 +209,13 @@ def test_bad_layouts_and_offsets_are_errors_not_crashes() -> None:
     assert native.stats(spec, struct.pack("<i", 1) + bytes(8), 0, True)[0] == 0  # 16 bytes needed, 8 there
     kind, end, _stats = native.stats(spec, struct.pack("<i", 1) + bytes(16), 0, True)
     assert (kind, end) == (2, 20)
+
+
+def test_sections_added_in_python_only_keep_the_python_path() -> None:
+    """An activity added to rates.COMPUTE without its port: the collector must not silently drop it."""
+    from fleetperf.sources.sysstat.rates import COMPUTE
+
+    compute = [(aid, section) for aid, (section, _fn, _kind) in COMPUTE.items()]
+    assert native.Ctx(1, {}, compute) is not None
+    with pytest.raises(ValueError):
+        native.Ctx(1, {}, [*compute, (43, "new-activity")])

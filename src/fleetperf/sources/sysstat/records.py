@@ -13,6 +13,7 @@ from typing import NamedTuple
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
 from fleetperf.sources.sysstat.rates import (
+    COMPUTE,
     MEMUSED_AVAIL,
     MEMUSED_FREE,
     MEMUSED_UNUSED,
@@ -43,6 +44,15 @@ PERCENT_SECTIONS = {"cpu-load-all"}
 _RULES = {MEMUSED_FREE: 0, MEMUSED_UNUSED: 1, MEMUSED_AVAIL: 2}  # the native path's memused rule numbers
 # `parse`'s JSON encoder (cli/commands/parse.py's): the native path writes the same text
 _to_json = json.JSONEncoder(allow_nan=False).encode
+
+
+def _native_ctx(rule: int, nr2: dict[int, int]) -> object | None:
+    """The native path's settings for a collector; None (the Python path) if its sar sections are not
+    exactly rates.COMPUTE's (an activity added on one side only)."""
+    try:
+        return _native.Ctx(rule, nr2, [(aid, section) for aid, (section, _fn, _kind) in COMPUTE.items()])
+    except (ValueError, TypeError):  # TypeError: a build older than these sources
+        return None
 
 
 class Lines(NamedTuple):
@@ -99,7 +109,7 @@ class Collector:
         self.sequence = 0  # records seen: the resume position (Emitted.snapshot)
         # the native path: sar's arithmetic and the range checks in native code; with `topics` (topic key ->
         # name, as `parse` prints them) the sysstat_samples come as Lines of JSON text, else as Emitted
-        self.ctx = _native.Ctx(_RULES[memused_rule(self.sar)], self.nr2) if native_available() else None
+        self.ctx = _native_ctx(_RULES[memused_rule(self.sar)], self.nr2) if native_available() else None
         self.lines = self._lines(topics) if topics and self.ctx is not None else None
 
     def _lines(self, topics: dict[str, str]) -> object:

@@ -1486,9 +1486,15 @@ struct Ctx {
 
 #[pymethods]
 impl Ctx {
+    /// compute: rates.COMPUTE's (activity id, section) in order: anything but the sections ported here
+    /// (an activity added in Python only) is refused, and the collector stays on the Python path
     #[new]
-    fn new(rule: u8, nr2: std::collections::HashMap<u32, i64>) -> Self {
-        Ctx { rule, nr2: nr2.into_iter().collect() }
+    fn new(rule: u8, nr2: std::collections::HashMap<u32, i64>, compute: Vec<(u32, String)>) -> PyResult<Self> {
+        let ours: Vec<(u32, String)> = COMPUTE.iter().map(|&(aid, section, _)| (aid, section.to_string())).collect();
+        if compute != ours || rule > 2 {
+            return Err(PyValueError::new_err("rates.COMPUTE is not what the native path computes"));
+        }
+        Ok(Ctx { rule, nr2: nr2.into_iter().collect() })
     }
 }
 
