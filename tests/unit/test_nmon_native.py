@@ -290,3 +290,219 @@ def test_a_schema_the_scanner_cannot_write_turns_it_off() -> None:
     cpu["fields"].append({"name": "new_field", "type": ["null", "string"], "default": None})
     with pytest.raises(native_parser.UnsupportedSchemaError, match="new_field"):
         native_parser._plan(cpu)
+
+
+# --- `fleetperf parse` with the scanner writing the JSON lines itself (issue 24, goal 4) -------------
+#
+# Three ways through `parse` for the same files, compared byte for byte: "lines" (the default: the
+# scanner writes the JSON lines of nmon_snapshots and cpu_samples), "avro" (the scanner's Avro read
+# back with the schema and encoded by parse's json encoder, what parse printed before) and "python"
+# (the reference parser's records). The Python parser's cpu_samples dicts hold their fields in
+# another order than the schema (origin_file before user_pct); parse prints a dict in its own order,
+# so for that path the keys are put in the schema's order before comparing; nothing else changes.
+
+needs_lines = pytest.mark.skipif(
+    not native_parser.lines_available(), reason="the native nmon scanner is not built (no cargo) or predates lines"
+)
+FIELDS = {
+    config.load().topic(key).name: [f["name"] for f in json.loads(config.load().topic(key).schema_text())["fields"]]
+    for key in ("nmon_snapshots", "cpu_samples")
+}
+_to_json = json.JSONEncoder(allow_nan=False).encode
+
+
+def parse_cli(paths: list[Path], mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, str, int]:
+    """stdout (bytes), stderr and exit status of `fleetperf parse nmon PATHS` one way."""
+    import contextlib
+    import types
+
+    from fleetperf.cli.main import main
+    from fleetperf.ingest import records
+    from fleetperf.sources.nmon.source import NmonSource
+
+    with monkeypatch.context() as m:
+        m.setattr(records, "time", types.SimpleNamespace(time=lambda: 1_700_000_000.0))  # dead letters' detected_at
+        if mode == "avro":
+            m.delattr(NmonSource, "read_lines")
+        elif mode == "python":
+            m.setenv("FLEETPERF_NMON_PARSER", "python")
+        out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["parse", "--no-progress", "nmon", *map(str, paths)])
+        out.flush()
+    text = out.buffer.getvalue()
+    if mode == "python":
+        lines = []
+        for line in text.decode().splitlines():
+            message = json.loads(line)
+            order = FIELDS.get(message["topic"])
+            if order:
+                assert set(message["value"]) == set(order)
+                message["value"] = {k: message["value"][k] for k in order}
+            lines.append(_to_json(message) + "\n")
+        text = "".join(lines).encode()
+    return text, err.getvalue(), code
+
+
+def assert_same_three_ways(paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, str, int]:
+    lines = parse_cli(paths, "lines", monkeypatch)
+    assert lines == parse_cli(paths, "avro", monkeypatch), [p.name for p in paths]
+    assert lines == parse_cli(paths, "python", monkeypatch), [p.name for p in paths]
+    return lines
+
+
+@needs_lines
+def test_parse_lines_are_the_avro_and_python_paths_lines_on_own_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted(TESTDATA.glob("*.nmon"))
+    assert len(files) >= 9
+    for path in files:
+        out, err, code = assert_same_three_ways([path], monkeypatch)
+        assert out.count(b'"topic": "fleetperf.nmon-snapshots.v1"') >= 3, path.name
+        assert code in (0, 3), path.name
+    # all in one call: one summary, dead letters of every file on stderr, exit status 3
+    out, err, code = assert_same_three_ways(files, monkeypatch)
+    assert code == 3 and f"{len(files)} files: " in err and err.count("bad input: ") >= 10
+
+
+@needs_lines
+def test_parse_lines_on_the_corpus(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = corpus_files(corpus)
+    assert len(files) >= 5
+    for path in files:
+        out, err, code = assert_same_three_ways([path], monkeypatch)
+        assert code == 0 and out.count(b"\n") > 10, path.name
+
+
+# cells the lines must print exactly as Python's json prints the float they read as: shortest
+# round-trip digits, fixed notation from 1e-4 to below 1e16, exponents with two digits at least
+ODD_NUMBERS = (
+    "0.00001,0.0001,1e-05,1.5E-7,12345678901234567890,1e16,1e+16,9999999999999998,1e15,123456789012345.6,"
+    "-0,-0.0,+0,000,5.,.5,28,28.000,007.50,-12.30,1.0e3,1125899906842624.25,1125899906842624.75,"
+    "0.1000000000000000055511151231257827,2.2250738585072014e-308,5e-324,1.7976931348623157e308,-1e-300"
+)
+ODD = (
+    'AAA,progname,nmon\nAAA,host,h\u00f6st "q" \\ \u4e2d\nAAA,interval,30.0\n'
+    "CPU_ALL,CPU Total,User%,Sys%,Wait%,Idle%,Steal%,Busy,CPUs\n"
+    "TOP,%CPU Utilisation\n"
+    "TOP,+PID,Time,%CPU,%Usr,%Sys,Threads,Size,ResText,ResData,CharIO,%RAM,Paging,Command,WLMclass\n"
+    f"ODD,Odd numbers,{','.join(f'c{i}' for i in range(len(ODD_NUMBERS.split(','))))}\n"
+    "ZZZZ,T0001,00:01:00,01-JAN-2024\n"
+    "CPU_ALL,T0001,1,2.50,0.000,96.5,0,,2.9\n"
+    f"ODD,T0001,{ODD_NUMBERS}\n"
+    'TOP,77,T0001,5.0,4.0,1.0,3,100,10,20,0,0.1,0,caf\u00e9 \U0001f600 \t\x7f\x1b"x"\\y,Unclassified\n'
+    "ODD,T0002,not a number,\u00e9t\u00e9,a\u2028b\n"
+    "ZZZZ,T0002,00:02:00,01-JAN-2024\n"
+)
+
+
+@needs_lines
+def test_parse_lines_of_non_ascii_text_and_odd_floats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "odd.nmon"
+    path.write_bytes(ODD.encode() + b"TOP,78,T0002,1,1,0,1,1,1,1,0,0,0,bad \xff\xfe utf-8\xc3,x\n")
+    out, err, code = assert_same_three_ways([path], monkeypatch)
+    messages = [json.loads(line) for line in out.splitlines()]
+    snapshots = [m["value"] for m in messages if m["topic"] == "fleetperf.nmon-snapshots.v1"]
+    odd = next(r for r in snapshots[0]["rows"] if r["section"] == "ODD")
+    assert odd["values"] == [float(x) for x in ODD_NUMBERS.split(",")]
+    text = out.decode("ascii")  # ensure_ascii: every non-ASCII character escaped
+    for printed in ("1e-05", "0.0001", "1.5e-07", "1.2345678901234567e+19", "1e+16", "9999999999999998.0",
+                    "1000000000000000.0", "-0.0", "0.5", "28.0", "7.5", "-12.3", "1000.0", "1125899906842624.2",
+                    "1125899906842624.8", "5e-324", "1.7976931348623157e+308", "30.0"):  # fmt: skip
+        assert f" {printed}," in text or f" {printed}]" in text, printed
+    assert '"h\\u00f6st \\"q\\" \\\\ \\u4e2d"' in text
+    assert '"caf\\u00e9 \\ud83d\\ude00 \\t\\u007f\\u001b\\"x\\"\\\\y"' in text
+    assert '"\\u00e9t\\u00e9"' in text and '"a\\u2028b"' in text and "bad \\ufffd\\ufffd utf-8\\ufffd" in text
+    cpu = next(m["value"] for m in messages if m["topic"] == "fleetperf.cpu-samples.v1")
+    assert (cpu["user_pct"], cpu["cpus"], cpu["interval_s"]) == (1.0, 2, 30.0)
+    assert ', "cpus": 2, ' in text and '"user_pct": 1.0, "sys_pct": 2.5, "wait_pct": 0.0' in text
+    assert code == 0 and "bad input" not in err  # an unknown section keeps text as labels: no error
+
+
+@needs_lines
+def test_parse_lines_of_the_fuzz_mutants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seeded mutants of test_nmon_robust.py (seed 19): same stdout, stderr and exit status
+    all three ways (parse's own bounds; the tiny ones of that test are no parse option)."""
+    from tests.unit.test_nmon_robust import mutants
+
+    codes = set()
+    for name, data in mutants(seed=19, count=400):
+        path = tmp_path / name
+        path.write_bytes(data)
+        codes.add(assert_same_three_ways([path], monkeypatch)[2])
+        path.unlink()
+    assert codes >= {0, 1, 3}  # clean files, rejected ones and dead letters all met
+
+
+@needs_lines
+def test_lines_in_any_chunking_are_the_same(tmp_path: Path) -> None:
+    topics = {key: f"t.{key}" for key in ("nmon_snapshots", "cpu_samples", "host_configs", "dead_letters")}
+    data = ODD.encode() + QUIRKS.encode()
+
+    def text(chunks: list[int]) -> bytes:
+        parser = native_parser.NativeNmonParser("c.nmon", topics=topics)
+        out, pos, sizes = [], 0, iter(chunks)
+        while pos < len(data):
+            n = next(sizes, len(data))
+            out.extend(parser.feed(data[pos : pos + n]))
+            pos += n
+        out.extend(parser.finish())
+        return b"".join(e.text if isinstance(e, tuple) else repr(e.topic_key).encode() for e in out)
+
+    whole = text([])
+    assert whole.count(b'"topic": "t.nmon_snapshots"') >= 3
+    rng = random.Random(5)
+    for _ in range(10):
+        assert text([rng.randint(1, 64) for _ in range(len(data))]) == whole
+
+
+@needs_lines
+def test_a_non_finite_number_is_reported_as_parse_reports_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No nmon value can be non-finite (the checks make it null); should a record still hold one
+    (here an interval forced to inf), the lines path prints nothing of it and says so, as parse does."""
+    import math
+
+    from fleetperf.sources.nmon.host_config import HostConfigBuilder
+
+    path = TESTDATA / "aix53b_110605_0000.nmon"
+    monkeypatch.setattr(HostConfigBuilder, "interval_s", property(lambda self: math.inf))
+    out, err, code = assert_same_three_ways([path], monkeypatch)
+    assert code == 3 and out.count(b"\n") == 1  # the host configuration only
+    assert err.count("a nmon_snapshots record held a non-finite number") == 3
+    assert err.count("a cpu_samples record held a non-finite number") == 3
+
+
+def test_float_repr_and_json_strings_are_pythons() -> None:
+    if not native_parser.lines_available():
+        pytest.skip("the native nmon scanner is not built (no cargo) or predates lines")
+    import struct
+
+    scan = native_parser._native
+    rng = random.Random(3)
+    floats = [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(20000)]
+    floats += [rng.uniform(-1e6, 1e6) for _ in range(5000)] + [
+        rng.randint(-(10**17), 10**17) * 1.0 for _ in range(2000)
+    ]
+    # two shortest strings equally near (the exact value ends in 5 one digit further): CPython takes the even one
+    ties = [m / 8 for m in range(2**52 + 1, 2**52 + 2000, 2)] + [m / 4 for m in range(2**52 + 1, 2**52 + 2000, 2)]
+    ties += [m * 2.0**-k for k in range(20, 80, 7) for m in range(2**52 + 1, 2**52 + 300, 2)]
+    for x in floats + ties + [0.0, -0.0, 1e16, 1e-4, 1e-5, 9007199254740993.0, 5e-324, 2.0**-1074 * 3]:
+        if math_isfinite(x):
+            assert scan.float_repr(x) == repr(x), x.hex()
+    digits = "0123456789"
+    for _ in range(20000):
+        int_part = "".join(rng.choice(digits) for _ in range(rng.randint(0, 9)))
+        frac = "".join(rng.choice(digits) for _ in range(rng.randint(0, 12)))
+        text = rng.choice(["", "-", "+"]) + int_part + rng.choice([".", ""] if frac else [".", ""]) + frac
+        try:
+            want = repr(float(text))
+        except ValueError:
+            continue
+        assert scan.cell_repr(text.encode()) == want, text
+    chars = [chr(c) for c in (*range(0, 0x300), 0x2028, 0xFFFD, 0x10FFFF, 0x1F600, 0xE000)]
+    for _ in range(2000):
+        s = "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
+        assert scan.json_str(s) == json.dumps(s), repr(s)
+
+
+def math_isfinite(x: float) -> bool:
+    return x == x and x not in (float("inf"), float("-inf"))
