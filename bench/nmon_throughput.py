@@ -4,7 +4,13 @@
 consumes while it measures), on the corpus and on large files
 built from the real AIX corpus file (its snapshots repeated with new tags and times). Per core =
 CPU seconds of the process, librdkafka's threads included. Also the peak RSS of reading files of
-growing size in fresh processes, which must stay flat."""
+growing size in fresh processes, which must stay flat.
+
+--parse-cli: `fleetperf parse nmon FILE > /dev/null` as a user runs it (fresh process each run,
+start-up included): the Python parser, the native scanner's Avro decoded and encoded in Python
+(parse before the scanner wrote JSON lines), and the scanner's own JSON lines, through `./fleetperf`
+and straight through Python; per core = the child's CPU seconds (user + system), medians of
+--runs, the child's peak RSS."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import io
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -139,8 +146,88 @@ def peak_rss_of_parse(path: Path, parser: str) -> float:
     return int(out.strip().splitlines()[-1]) / 1024
 
 
+# `parse` through Python without the launcher; "avro": NmonSource without read_lines, i.e. the
+# scanner's Avro read back with fastavro and encoded by parse's json encoder (before issue 24)
+_PARSE = (
+    "import sys; sys.path[:0] = [{src!r}, {root!r}]\n"
+    "from fleetperf.sources.nmon.source import NmonSource\n"
+    "if {avro}: del NmonSource.read_lines\n"
+    "from fleetperf.cli.main import main\n"
+    "sys.exit(main(['parse', 'nmon', {path!r}]))\n"
+)
+
+
+def parse_cli_runs(path: Path, mode: str, via: str, runs: int) -> dict[str, float]:
+    """Medians over `runs` fresh processes of `parse nmon path` one way."""
+    env = {k: v for k, v in os.environ.items() if k != "FLEETPERF_NMON_PARSER"}
+    if mode == "python":
+        env["FLEETPERF_NMON_PARSER"] = "python"
+    if via == "./fleetperf":
+        argv = [str(ROOT / "fleetperf"), "parse", "nmon", str(path)]
+    else:
+        code = _PARSE.format(src=str(ROOT / "src"), root=str(ROOT), avro=mode == "avro", path=str(path))
+        argv = [sys.executable, "-c", code]
+    cpu, wall = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        w0 = time.monotonic()
+        with open(os.devnull, "wb") as null:
+            done = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+        wall.append(time.monotonic() - w0)
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv[:3]}: exit {done.returncode}: {done.stderr.decode()[-500:]}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    mb = path.stat().st_size / 1e6
+    median_cpu = statistics.median(cpu)
+    return {"MB": mb, "cpu_s": median_cpu, "MB/s": mb / median_cpu, "wall_s": statistics.median(wall)}
+
+
+def parse_cli_peak(path: Path, mode: str) -> float:
+    """Peak RSS (VmHWM, MB) of one `parse nmon` process, read from /proc as it exits (a separate run:
+    RUSAGE_CHILDREN's ru_maxrss is the largest of all children so far, not this one's)."""
+    env = {k: v for k, v in os.environ.items() if k != "FLEETPERF_NMON_PARSER"}
+    if mode == "python":
+        env["FLEETPERF_NMON_PARSER"] = "python"
+    code = _PARSE.format(src=str(ROOT / "src"), root=str(ROOT), avro=mode == "avro", path=str(path)).replace(
+        "sys.exit(main(",
+        "import atexit, os; atexit.register(lambda: os.write(2, ('VmHWM ' + next(l.split()[1] "
+        "for l in open('/proc/self/status') if l.startswith('VmHWM')) + '\\n').encode())); sys.exit(main(",
+    )
+    with open(os.devnull, "wb") as null:
+        done = subprocess.run([sys.executable, "-c", code], stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+    line = next(x for x in done.stderr.decode().splitlines() if x.startswith("VmHWM "))
+    return int(line.split()[1]) / 1024
+
+
+def parse_cli_report(args: argparse.Namespace) -> int:
+    modes = [("python", "python -c"), ("avro", "python -c"), ("lines", "python -c"), ("lines", "./fleetperf")]
+    if not native_parser.lines_available():
+        print("native nmon scanner not built (or older than its JSON lines): python only")
+        modes = [("python", "python -c")]
+    with tempfile.TemporaryDirectory() as tmp:
+        grown = [grow_aix(c, Path(tmp) / f"aix_x{c}.nmon") for c in args.copies]
+        # the launcher rebuilds a stale scanner before anything else: once, outside the figures
+        subprocess.run([str(ROOT / "fleetperf"), "parse", "nmon", str(grown[0])], capture_output=True, check=True)
+        print(f"`parse nmon FILE > /dev/null`, per core = the child's CPU s (start-up included), median of {args.runs}")
+        heads = ("file", "MB", "path", "via", "CPU s", "MB/s/core", "wall s", "peak RSS")
+        print(" ".join(f"{h:>{w}}" for h, w in zip(heads, (14, 6, 8, 12, 7, 10, 7, 10), strict=True)))
+        for path in grown:
+            base = None
+            for mode, via in modes:
+                runs = max(1, args.runs // 2) if mode == "python" and path.stat().st_size > 20e6 else args.runs
+                r = parse_cli_runs(path, mode, via, runs)
+                peak = parse_cli_peak(path, mode)
+                base = base or r["MB/s"]
+                print(f"{path.name:>14} {r['MB']:6.1f} {mode:>8} {via:>12} {r['cpu_s']:7.2f} {r['MB/s']:10.1f} "
+                      f"{r['wall_s']:7.2f} {peak:7.1f} MB  x{r['MB/s'] / base:.1f}")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--parse-cli", action="store_true", help="measure `fleetperf parse nmon` to /dev/null only")
+    ap.add_argument("--runs", type=int, default=5, help="--parse-cli: runs per figure (median)")
     ap.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40], help="sizes of the grown AIX file")
     ap.add_argument(
         "--kafka",
@@ -148,6 +235,10 @@ def main() -> int:
         help="also publish to Kafka: a broker and registry of its own, nothing consuming",
     )
     args = ap.parse_args()
+    if args.parse_cli:
+        if args.copies == [1, 10, 40]:
+            args.copies = [10, 40]
+        return parse_cli_report(args)
     if not args.kafka:
         return report(args, None)
     from fleetperf.stack.local import LocalStack
