@@ -107,33 +107,38 @@ def _wait_for_data(stack: Settings) -> None:
     wait_stable(stack, "SELECT count() FROM capacity_forecast_series WHERE trend IS NOT NULL", timeout=120, settle=2)
 
 
-# The dashboards' summaries kept by materialized views (sql/030, sql/031) against the tables they
+# The dashboards' summaries kept by materialized views (sql/030-032) against the tables they
 # summarise, computed here as the views computed them before (sql/015 fleet_entities over the daily
-# rollup and the z/VM sample tables; sql/008 aggregation_port_share over every entstat sample FINAL).
+# rollup and the z/VM sample tables; sql/008 aggregation_port_share over every entstat sample FINAL;
+# the Entity filter's choices from entity_hourly). fleet_entities' entity_name is any() of an
+# entity's names, before and now: it is checked to be one of them.
+_FLEET_ENTITIES_BEFORE = """
+    SELECT d.entity_id AS entity_id, groupUniqArray(toString(d.entity_name)) AS names,
+           multiIf(any(f.platform) != '', any(f.platform),
+                   hasAny(groupUniqArray(d.metric), ['entc_pct', 'physc', 'slb_miss_rate']), 'aix',
+                   d.entity_id IN (SELECT zvm_system FROM zvm_system_samples)
+                       OR hasAny(groupUniqArray(d.metric),
+                                 ['capture_ratio', 'users_in_elist', 'paging_xstore_rate', 'paging_dasd_rate']),
+                   'zvm-system',
+                   d.entity_id IN (SELECT guest_id FROM zvm_guest_samples)
+                       OR has(groupUniqArray(d.metric), 'tv_ratio'), 'zvm-guest',
+                   has(groupUniqArray(d.metric), 'lacp_active_ports'), 'aggregation', 'linux') AS platform,
+           if(any(f.site) != '', any(f.site), 'unassigned') AS site,
+           multiIf(any(f.frame) != '', any(f.frame), position(d.entity_id, '/') > 0,
+                   splitByChar('/', d.entity_id)[1], 'standalone') AS frame,
+           toDateTime(min(d.day), 'UTC') AS first_day, toDateTime(max(d.day), 'UTC') AS last_day
+    FROM metrics_daily_v AS d LEFT JOIN fleet_hierarchy AS f ON f.host_id = d.entity_id
+    GROUP BY d.entity_id ORDER BY entity_id"""
 _SUMMARY_ORACLES = {
-    "SELECT * FROM fleet_entities ORDER BY entity_id": """
-        SELECT d.entity_id AS entity_id, any(d.entity_name) AS entity_name,
-               multiIf(any(f.platform) != '', any(f.platform),
-                       hasAny(groupUniqArray(d.metric), ['entc_pct', 'physc', 'slb_miss_rate']), 'aix',
-                       d.entity_id IN (SELECT zvm_system FROM zvm_system_samples)
-                           OR hasAny(groupUniqArray(d.metric),
-                                     ['capture_ratio', 'users_in_elist', 'paging_xstore_rate', 'paging_dasd_rate']),
-                       'zvm-system',
-                       d.entity_id IN (SELECT guest_id FROM zvm_guest_samples)
-                           OR has(groupUniqArray(d.metric), 'tv_ratio'), 'zvm-guest',
-                       has(groupUniqArray(d.metric), 'lacp_active_ports'), 'aggregation', 'linux') AS platform,
-               if(any(f.site) != '', any(f.site), 'unassigned') AS site,
-               multiIf(any(f.frame) != '', any(f.frame), position(d.entity_id, '/') > 0,
-                       splitByChar('/', d.entity_id)[1], 'standalone') AS frame,
-               toDateTime(min(d.day), 'UTC') AS first_day, toDateTime(max(d.day), 'UTC') AS last_day
-        FROM metrics_daily_v AS d LEFT JOIN fleet_hierarchy AS f ON f.host_id = d.entity_id
-        GROUP BY d.entity_id ORDER BY entity_id""",
     "SELECT * FROM aggregation_port_share ORDER BY host_id, adapter": """
         SELECT host_id, hostname, aggregation, adapter, max(tx_packets) - min(tx_packets) AS tx_moved,
                max(rx_packets) - min(rx_packets) AS rx_moved, max(ts) AS last_sample,
                argMax(ifNull(actor_sync, ''), ts) AS actor_sync, argMax(ifNull(partner_sync, ''), ts) AS partner_sync
         FROM net_port_samples FINAL WHERE aggregation IS NOT NULL
         GROUP BY host_id, hostname, aggregation, adapter ORDER BY host_id, adapter""",
+    "SELECT DISTINCT entity_name FROM entity_names ORDER BY 1": (
+        "SELECT DISTINCT entity_name FROM entity_hourly ORDER BY 1"
+    ),
 }
 
 
@@ -143,6 +148,12 @@ def _check_summaries(stack: Settings) -> None:
         _, want = query(stack, oracle_sql)
         assert got, view_sql  # the demo fleet has z/VM, AIX, Linux entities and LACP aggregations
         assert got == want, f"{view_sql}: {[(g, w) for g, w in zip(got, want, strict=False) if g != w][:3]}"
+    _, got = query(stack, "SELECT * FROM fleet_entities ORDER BY entity_id")
+    _, want = query(stack, _FLEET_ENTITIES_BEFORE)
+    assert [[g[0], *g[2:]] for g in got] == [[w[0], *w[2:]] for w in want]
+    misnamed = [(g[:2], w[:2]) for g, w in zip(got, want, strict=True) if g[1] not in w[1]]
+    assert not misnamed, misnamed
+    assert any(len(w[1]) > 1 for w in want)  # an entity with two names (nmon and CP monitor) is in the fleet
 
 
 def _driver(tmp: Path):  # noqa: ANN202
