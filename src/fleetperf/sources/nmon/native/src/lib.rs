@@ -530,7 +530,8 @@ impl Context {
 struct JsonOut {
     heads: [Vec<u8>; 2],          // nmon_snapshots, cpu_samples: `{"topic": "...", "key": `
     keys: [Vec<Vec<u8>>; 2],      // per plan field: `, "value": {"host_id": ` then `, "name": `
-    out: Vec<u8>,                 // complete lines, flushed as one event
+    out: Vec<u8>,                 // complete lines, flushed as one event, but for:
+    rows: Vec<(usize, Vec<u8>)>,  // snapshots' rows, moved here, and where in `out` they go
     counts: [u64; 3],             // nmon_snapshots, cpu_samples, values in `out`
 }
 
@@ -729,6 +730,7 @@ impl Scanner {
                     heads: [snap_head.into_bytes(), cpu_head.into_bytes()],
                     keys: [bytes(snap_keys), bytes(cpu_keys)],
                     out: Vec::new(),
+                    rows: Vec::new(),
                     counts: [0; 3],
                 })
             }
@@ -904,9 +906,24 @@ impl Scanner {
             return;
         }
         // ASCII bytes (ensure_ascii): parse writes them to stdout's binary layer as they are
-        let text = PyBytes::new(py, &json.out);
+        let len = json.out.len() + json.rows.iter().map(|(_, rows)| rows.len()).sum::<usize>();
+        let (out, rows) = (&json.out, &json.rows);
+        let text = PyBytes::new_with(py, len, |buf: &mut [u8]| {
+            let (mut from, mut at) = (0, 0);
+            for (pos, piece) in rows {
+                buf[at..at + pos - from].copy_from_slice(&out[from..*pos]);
+                at += pos - from;
+                buf[at..at + piece.len()].copy_from_slice(piece);
+                at += piece.len();
+                from = *pos;
+            }
+            buf[at..].copy_from_slice(&out[from..]);
+            Ok(())
+        })
+        .expect("a bytes object");
         let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
         json.out.clear();
+        json.rows.clear();
         let event = ("lines", text, snapshots, cpus, values).into_pyobject(py).expect("tuple");
         self.events.push(event.into_any().unbind());
     }
@@ -1234,13 +1251,13 @@ impl Scanner {
         self.snaps.len() - 1
     }
 
-    fn emit(&mut self, py: Python<'_>, snap: Snap) {
+    fn emit(&mut self, py: Python<'_>, mut snap: Snap) {
         if snap.n_rows == 0 {
             return;
         }
         self.rows_hint = self.rows_hint.max(snap.rows.len());
         if self.json.is_some() {
-            self.emit_json(py, &snap);
+            self.emit_json(py, &mut snap);
             return;
         }
         let record = |plan: &[Field]| {
@@ -1282,7 +1299,7 @@ impl Scanner {
     /// order `emit` gives their Avro. A record holding a number JSON cannot show (a non-finite
     /// context double) is not written: a ("nonfinite", topic key, key) event takes its place, and
     /// Python reports it as `parse` reports such a record.
-    fn emit_json(&mut self, py: Python<'_>, snap: &Snap) {
+    fn emit_json(&mut self, py: Python<'_>, snap: &mut Snap) {
         for (which, topic) in [(1usize, "cpu_samples"), (0, "nmon_snapshots")] {
             if which == 1 && !snap.cpu_any {
                 continue;
@@ -1316,7 +1333,13 @@ impl Scanner {
                     Field::Tag => push_json_str(out, &String::from_utf8_lossy(&snap.tag)),
                     Field::Rows => {
                         out.push(b'[');
-                        out.extend_from_slice(&snap.rows);
+                        if which == 0 {
+                            // the rows (most of the text) are not copied here but once, straight
+                            // into the bytes object, by flush_lines
+                            json.rows.push((out.len(), std::mem::take(&mut snap.rows)));
+                        } else {
+                            out.extend_from_slice(&snap.rows);
+                        }
                         out.push(b']');
                     }
                     Field::CpuDouble(slot) => match snap.cpu[slot] {
