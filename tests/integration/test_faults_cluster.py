@@ -186,6 +186,33 @@ def wait_for(check: Callable[[], bool], limit: float, step: float = 1.0) -> floa
     return None
 
 
+def wait_checkpointed(settings: Settings, limit: float = 180) -> float:
+    """Waits until the Flink job's consumer group has committed, for every partition of the raw
+    samples topic, the offset the partition has now. The Kafka source commits offsets only when a
+    checkpoint completes, so from then on a checkpoint holds every sample produced so far, with the
+    windows they opened still open in its state (a backfill paused mid-file, a live file): a job
+    that lost that state and resumed from the committed offsets would emit those windows from only
+    the later samples. Returns the seconds waited."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from fleetperf.kafka_avro import kafka_client_config
+
+    topic = settings.topic("cpu_samples").name
+    probe = Consumer({**kafka_client_config(settings), "group.id": settings["flink"]["group_id"]})
+    try:
+        parts = [TopicPartition(topic, p) for p in probe.list_topics(topic, timeout=30).topics[topic].partitions]
+        ends = {tp.partition: probe.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in parts}
+        t0, committed = time.monotonic(), {}
+        while time.monotonic() - t0 < limit:
+            committed = {tp.partition: tp.offset for tp in probe.committed(parts, timeout=30)}
+            if all(committed[p] >= end for p, end in ends.items()):
+                return time.monotonic() - t0
+            time.sleep(0.5)
+        raise AssertionError(f"no checkpoint covered the samples in {limit:.0f} s: committed {committed}, ends {ends}")
+    finally:
+        probe.close()
+
+
 def log_from(path: Path) -> Callable[[], str]:
     """What a log gains from now on."""
     start = path.stat().st_size if path.exists() else 0
@@ -411,10 +438,12 @@ def test_broker_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: Path)
 
 
 def test_taskmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: Path) -> None:
-    """SIGKILL of TaskManager tm-1 (one of the job's two subtasks) after 1,000 records, started again
-    5 s later (`up`). The JobManager fails the job over and restores every task from the newest
-    completed checkpoint (window state, source offsets, the Kafka sink's transactions): output of
-    uncommitted transactions was never visible to the read_committed sink and is produced again."""
+    """SIGKILL of TaskManager tm-1 (one of the job's two subtasks) at the 1,000th record, once a
+    checkpoint holds every sample produced so far (the backfill waits there, mid-file, with windows
+    open in the checkpointed state), started again 5 s later (`up`). The JobManager fails the job
+    over and restores every task from the newest completed checkpoint (window state, source
+    offsets, the Kafka sink's transactions): output of uncommitted transactions was never visible
+    to the read_committed sink and is produced again."""
     c, s = cluster, cluster.settings
     jm_log = log_from(c.stack.jobmanager().log_file)
     job = c.stack.rest().running_job()
@@ -422,6 +451,7 @@ def test_taskmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: 
     restart: list[threading.Thread] = []
 
     def kill_tm() -> None:
+        times["checkpoint_wait"] = wait_checkpointed(s)  # the backfill pauses here, mid-file
         assert c.stack.kill("flink-taskmanager-1") is not None
         times["killed"] = time.monotonic()
 
@@ -441,6 +471,7 @@ def test_taskmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: 
     report(
         "flink TaskManager tm-1 SIGKILL mid-backfill + follow, restarted 5 s later",
         m,
+        paused_for_checkpoint_s=round(times["checkpoint_wait"], 1),
         job_running_again_s=round(times["running"] - times["killed"], 1),
         restored_from_checkpoint=restored,
         ingest_s=round(run.ingest_s, 1),
@@ -456,7 +487,9 @@ def test_taskmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: 
 
 
 def test_jobmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: Path) -> None:
-    """SIGKILL of the JobManager after 1,000 records, `up` 5 s later. A standalone session cluster
+    """SIGKILL of the JobManager at the 1,000th record, once a checkpoint holds every sample produced
+    so far (windows open in its state: without that state they would come out partial), `up` 5 s
+    later. A standalone session cluster
     without HA services forgets its jobs with its JobManager; the TaskManagers stay, re-register with
     the new one and free the old job's slots. `up` submits the job again from the newest retained
     checkpoint (ClusterStack._submit: the old job's chk-N, kept on disk because nobody was left to
@@ -468,6 +501,7 @@ def test_jobmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: P
     restart: list[threading.Thread] = []
 
     def kill_jm() -> None:
+        times["checkpoint_wait"] = wait_checkpointed(s)  # the backfill pauses here, mid-file
         assert c.stack.kill("flink-jobmanager") is not None
         times["killed"] = time.monotonic()
 
@@ -487,6 +521,7 @@ def test_jobmanager_killed_mid_backfill_and_follow(cluster: Cluster, tmp_path: P
     report(
         "flink JobManager SIGKILL mid-backfill + follow, up 5 s later",
         m,
+        paused_for_checkpoint_s=round(times["checkpoint_wait"], 1),
         job_running_again_s=round(times["running"] - times["killed"], 1),
         resubmitted_from=restored[0].split()[-1] if restored else None,
         ingest_s=round(run.ingest_s, 1),
