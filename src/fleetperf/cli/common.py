@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import urllib.error
-import urllib.request
-
 from fleetperf import config
 
 EPILOG = "Settings: config/fleetperf.toml; override any key with FLEETPERF__SECTION__KEY=value."
@@ -36,6 +32,10 @@ def stack_unreachable() -> tuple[type[BaseException], ...]:
 def check_stack(s: config.Settings, timeout: float = 3.0) -> None:
     """Fails fast, with one message, when Kafka's bootstrap address or the registry does not answer
     (instead of librdkafka's retry lines and a client traceback)."""
+    import socket  # on use: every command imports this module, few probe the stack
+    import urllib.error
+    import urllib.request
+
     # any broker of the list will do: a client started while one broker of a cluster is down
     # still finds the others (librdkafka bootstraps from whichever answers)
     brokers = [b.strip() for b in s.bootstrap.split(",") if b.strip()]

@@ -3,30 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import warnings
+from types import ModuleType
 
 from fleetperf import config
-from fleetperf.cli.commands import collect, demo, ingest, inventory, parse, simulate, sql, stack, test, warehouse
 from fleetperf.cli.common import EPILOG
 
 # authlib (pulled in by the registry client) warns about its own httpx shim on every import
 warnings.filterwarnings("ignore", message="The httpx module is deprecated")
 
-# in the order `--help` lists them
-COMMANDS = (stack, warehouse, ingest, simulate, parse, collect, inventory, sql, demo, test)
+# Command modules in the order `--help` lists them, with the subcommands each registers. A command
+# line naming one subcommand imports only its module: importing all of them (and through them
+# every source, the Kafka and registry clients, tqdm) was most of `parse`'s 0.15 s start-up.
+# tests/unit/test_cli_parse.py holds this table to what the modules register.
+MODULES = {
+    "stack": ("install", "up", "down", "status"),
+    "warehouse": ("warehouse", "sink"),
+    "ingest": ("ingest",),
+    "simulate": ("simulate",),
+    "parse": ("parse",),
+    "collect": ("collect",),
+    "inventory": ("inventory",),
+    "sql": ("sql", "rollups", "stats"),
+    "demo": ("demo",),
+    "test": ("test",),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"fleetperf.cli.commands.{name}")
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or (argv naming a subcommand) only that command's module's."""
     p = argparse.ArgumentParser(prog="fleetperf", description=__doc__, epilog=EPILOG)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(sub)
+    first = next((a for a in argv if not a.startswith("-")), None) if argv else None
+    chosen = [m for m, subcommands in MODULES.items() if first in subcommands]
+    for name in chosen or MODULES:
+        _module(name).register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return args.func(args, config.load())
     except BrokenPipeError:  # output piped into head & co.

@@ -28,8 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, s: config.Settings) -> int:
     """JSON lines on stdout; bad input and a summary on stderr; exit status as `ingest`'s."""
-    from tqdm import tqdm
-
     from fleetperf.ingest.publish import EXIT_DEAD_LETTERS, EXIT_FILE_FAILED, EXIT_OK, FILE_ERRORS, classify, expand
 
     candidates = list(expand(args.files))
@@ -41,7 +39,11 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
-    for candidate in tqdm(candidates, unit="file", desc="parse", disable=not show, file=sys.stderr):
+    if show:  # tqdm imported only for a bar (start-up of a one-file parse, issue 20)
+        from tqdm import tqdm
+
+        candidates = tqdm(candidates, unit="file", desc="parse", file=sys.stderr)
+    for candidate in candidates:
         source, problem = classify(candidate)
         if args.source != "auto" and (source is None or source.name != args.source):
             forced = registry.get(args.source)
