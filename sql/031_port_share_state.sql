@@ -34,8 +34,9 @@ SELECT
     max(ts) AS last_sample,
     argMaxState(ifNull(actor_sync, ''), ts) AS actor_sync,
     argMaxState(ifNull(partner_sync, ''), ts) AS partner_sync
-FROM net_port_samples
-WHERE aggregation IS NOT NULL
+-- filtered in a subquery: in this SELECT `aggregation` names the assumeNotNull alias, and a WHERE on
+-- it would let every sample of a port outside an aggregation through as aggregation ''
+FROM (SELECT * FROM net_port_samples WHERE aggregation IS NOT NULL)
 GROUP BY host_id, hostname, aggregation, adapter;
 
 -- what is stored already (the view above sees new inserts only)
