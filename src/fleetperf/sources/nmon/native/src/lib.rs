@@ -551,8 +551,8 @@ struct Header {
     // lines mode, rendered by Python: `{"section": "CPU", "entities": `, `["1"]`,
     // `, "metrics": [...], "values": [`
     json_head: Vec<u8>,
-    json_entities: Vec<u8>,
     json_metrics: Vec<u8>,
+    json_prefix: Vec<u8>, // head, entities and metrics: a row up to its values, when its entity is fixed
 }
 
 impl Header {
@@ -591,8 +591,8 @@ impl Header {
             section_avro,
             entities_avro: str_array(&entities),
             metrics_avro: str_array(&metrics),
+            json_prefix: [json_head.as_bytes(), json_entities.as_bytes(), json_metrics.as_bytes()].concat(),
             json_head: json_head.into_bytes(),
-            json_entities: json_entities.into_bytes(),
             json_metrics: json_metrics.into_bytes(),
         })
     }
@@ -1441,6 +1441,21 @@ impl Scanner {
         let (values_json, spans) = (&mut self.values_json, &mut self.value_spans);
         values_json.clear();
         spans.clear();
+        // lines mode, entity known before the values (all but TOP): the row's head and values
+        // go straight into the snapshot's rows, without a copy of the values (perf: the copies
+        // of a row's pieces were ~6 % of lines mode)
+        let direct = json_mode && header.entity_from_labels.is_empty();
+        let values_json: &mut Vec<u8> = if direct {
+            let snap = &mut self.snaps[idx];
+            if snap.n_rows > 0 {
+                put(&mut snap.rows, b", ");
+            }
+            snap.rows.extend_from_slice(&header.json_prefix);
+            &mut snap.rows
+        } else {
+            values_json
+        };
+        let values_start = values_json.len();
         for (k, &i) in header.numeric.iter().enumerate() {
             let raw = cell(i);
             let trimmed = strip_bytes(raw);
@@ -1449,7 +1464,7 @@ impl Scanner {
                 t.eq_ignore_ascii_case(b"nan")
             };
             if json_mode {
-                if k > 0 {
+                if values_json.len() > values_start {
                     put(values_json, b", ");
                 }
                 spans.push((values_json.len(), values_json.len()));
@@ -1518,21 +1533,19 @@ impl Scanner {
         let rows = &mut snap.rows;
         if json_mode {
             // {"section": ..., "entities": [...], "metrics": [...], "values": [...], "labels": {...}}
-            if snap.n_rows > 0 {
-                put(rows, b", ");
-            }
-            rows.extend_from_slice(&header.json_head);
-            if header.entity_from_labels.is_empty() {
-                put(rows, &header.json_entities);
-            } else {
+            if !direct {
+                if snap.n_rows > 0 {
+                    put(rows, b", ");
+                }
+                rows.extend_from_slice(&header.json_head);
                 rows.push(b'[');
                 if !values.is_empty() {
                     push_json_str(rows, &entity_of(&header.entity_from_labels, labels));
                 }
                 rows.push(b']');
+                rows.extend_from_slice(&header.json_metrics);
+                rows.extend_from_slice(&self.values_json);
             }
-            rows.extend_from_slice(&header.json_metrics);
-            rows.extend_from_slice(values_json);
             put(rows, b"], \"labels\": {");
             for (n, (k, v)) in labels.iter().enumerate() {
                 if n > 0 {
@@ -1543,11 +1556,12 @@ impl Scanner {
                 push_json_str(rows, v);
             }
             put(rows, b"}}");
+            let source: &[u8] = if direct { rows } else { &self.values_json };
             for &(slot, pos) in &header.cpu_fields {
                 let text = &mut snap.cpu_json[slot];
                 text.clear();
-                if let Some(&(a, b)) = spans.get(pos) {
-                    text.extend_from_slice(&values_json[a..b]);
+                if let Some(&(a, b)) = self.value_spans.get(pos) {
+                    text.extend_from_slice(&source[a..b]);
                 }
             }
         } else {
