@@ -382,9 +382,10 @@ class ClusterStack(LocalStack):
 
     @property
     def bootstrap_all(self) -> str:
-        """Every broker: a client given only the first cannot start while that broker is down."""
-        host = self.s["kafka"]["host"]
-        return ",".join(f"{host}:{port}" for port, _ in broker_ports(self.s))
+        """Every broker: a client given only the first cannot start while that broker is down. The
+        one definition is Settings.bootstrap ([kafka] bootstrap when set, e.g. compose's brokers;
+        else host:port + 2i for each broker, the ports broker_ports() gives them)."""
+        return self.s.bootstrap
 
     def registry(self) -> Process:
         proc = super().registry()
