@@ -11,6 +11,11 @@
 //!
 //! The Python parser (ingest/nmon/parser.py) is the reference: tests/unit/test_nmon_native.py
 //! checks that both give byte-identical Avro for every corpus file.
+//!
+//! Lines mode (`fleetperf parse`, native_parser.py `topics`): the same records written as parse's
+//! JSON lines instead of Avro (Python's json.JSONEncoder text, byte for byte: repr floats,
+//! ensure_ascii strings), one bytes object per fed chunk; the tests compare them with the Avro
+//! path read back and with the Python parser.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
