@@ -488,10 +488,16 @@ def test_float_repr_and_json_strings_are_pythons() -> None:
     for x in floats + ties + [0.0, -0.0, 1e16, 1e-4, 1e-5, 9007199254740993.0, 5e-324, 2.0**-1074 * 3]:
         if math_isfinite(x):
             assert scan.float_repr(x) == repr(x), x.hex()
+    # cells already in repr's form are copied whole: those next to that form must not be
+    shapes = ["0.0", "-0.0", "00.0", "-00.0", "0.00", ".0", "0.", "5.0", "5.00", "05.0", "10.0", "10.50", "10.05"]
+    shapes += ["0.5", "00.5", "-0.5", "0.0001", "0.00001", "0.00010", "+1.5", "+0.0", "1", "-7", "123456789012345.0"]
+    for text in shapes:
+        assert scan.cell_repr(text.encode()) == repr(float(text)), text
     digits = "0123456789"
     for _ in range(20000):
-        int_part = "".join(rng.choice(digits) for _ in range(rng.randint(0, 9)))
-        frac = "".join(rng.choice(digits) for _ in range(rng.randint(0, 12)))
+        pick = rng.choice([digits, "0", "01", "05"])  # zeros often, for the leading/trailing zero cases
+        int_part = "".join(rng.choice(pick) for _ in range(rng.randint(0, 9)))
+        frac = "".join(rng.choice(rng.choice([digits, "0", "10"])) for _ in range(rng.randint(0, 12)))
         text = rng.choice(["", "-", "+"]) + int_part + rng.choice([".", ""] if frac else [".", ""]) + frac
         try:
             want = repr(float(text))
