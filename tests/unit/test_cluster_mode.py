@@ -268,3 +268,26 @@ def test_submit_restores_the_newest_state_and_falls_back(tmp_path: Path) -> None
     assert any("cannot restore from" in line for line in lines)
     with pytest.raises(RuntimeError, match="could not be restored"):
         stack._submit(_FakeRest({broken, tmp_path / "flink-savepoints" / "savepoint-1"}), tmp_path / "j", lines.append)
+
+
+def test_down_prunes_checkpoints_of_earlier_jobs_and_old_savepoints(tmp_path: Path) -> None:
+    """Every resubmitted job checkpoints into a folder of its own; after `down`'s savepoint (self-
+    contained) they and all but the newest savepoints go; set-aside layouts and incomplete folders stay."""
+    _metadata(tmp_path / "flink-checkpoints" / "job-a" / "chk-7", 1000)
+    _metadata(tmp_path / "flink-checkpoints" / "job-b" / "chk-3", 2000)
+    (tmp_path / "flink-checkpoints" / "job-b" / "shared").mkdir()
+    _metadata(tmp_path / "flink-checkpoints" / "superseded-layout-2" / "job-0" / "chk-99", 500)
+    for n, mtime in ((1, 100), (2, 200), (3, 3000)):
+        _metadata(tmp_path / "flink-savepoints" / f"savepoint-{n}", mtime)
+    (tmp_path / "flink-savepoints" / "savepoint-partial").mkdir()
+    # a savepoint that is not complete prunes nothing
+    assert cluster.prune_restore_points(tmp_path, tmp_path / "flink-savepoints" / "savepoint-partial") == []
+    assert len(cluster.restore_points(tmp_path)) == 5
+    removed = cluster.prune_restore_points(tmp_path, tmp_path / "flink-savepoints" / "savepoint-3")
+    assert sorted(p.name for p in removed) == ["job-a", "job-b", "savepoint-1"]
+    assert cluster.restore_points(tmp_path) == [
+        ("savepoint", tmp_path / "flink-savepoints" / "savepoint-3"),
+        ("savepoint", tmp_path / "flink-savepoints" / "savepoint-2"),
+    ]
+    assert (tmp_path / "flink-checkpoints" / "superseded-layout-2" / "job-0" / "chk-99" / "_metadata").exists()
+    assert (tmp_path / "flink-savepoints" / "savepoint-partial").is_dir()

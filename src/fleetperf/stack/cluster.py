@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -206,6 +208,41 @@ def restore_points(state: Path) -> list[tuple[str, Path]]:
             if not m.parent.parent.name.startswith("superseded-")
         ]
     return [(kind, path) for _, kind, path in sorted(found, key=lambda f: f[0], reverse=True)]
+
+
+# savepoints kept beside the newest one: a `down` whose savepoint turns out unreadable still has
+# an older one to restore from (restore_points tries the newest 3)
+SAVEPOINTS_KEPT = 2
+
+
+def prune_restore_points(state: Path, savepoint: Path) -> list[Path]:
+    """After `down` took `savepoint`: removes every retained checkpoint folder of the cluster's jobs
+    and all savepoints but the newest SAVEPOINTS_KEPT, and returns what it removed. Each resubmitted
+    job (after every `up`, and after a JobManager crash) writes its checkpoints into a folder of its
+    own, and nothing else ever deletes them. Safe because a savepoint is self-contained (canonical
+    format: it references no checkpoint file), and the job restores in Flink's default NO_CLAIM mode,
+    so no checkpoint of a newer job shares files with an older one. Folders set aside for an older
+    state layout (`superseded-*`, kept for a downgrade) stay, as do savepoints that are not complete
+    (no _metadata: another writer's)."""
+    if not (savepoint / "_metadata").is_file():
+        return []  # not a complete savepoint: keep every other restore point
+    removed: list[Path] = []
+    checkpoints = state / "flink-checkpoints"
+    if checkpoints.is_dir():
+        for job in sorted(checkpoints.iterdir()):
+            if job.is_dir() and not job.name.startswith("superseded-"):
+                shutil.rmtree(job, ignore_errors=True)
+                removed.append(job)
+    savepoints = sorted(
+        (m.parent for m in (state / "flink-savepoints").glob("*/_metadata")),
+        key=lambda folder: (folder / "_metadata").stat().st_mtime,
+        reverse=True,
+    )
+    for old in savepoints[SAVEPOINTS_KEPT:]:
+        if old.resolve() != savepoint.resolve():
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
 
 
 def _multipart(field: str, path: Path) -> tuple[bytes, str]:
@@ -569,6 +606,11 @@ class ClusterStack(LocalStack):
                     self.savepoint_dir.mkdir(parents=True, exist_ok=True)
                     location = self.rest().stop_with_savepoint(job, self.savepoint_dir)
                     echo(f"  flink      savepoint {location}")
+                    # Flink answers a URI ("file:/..."); the folder is its path
+                    taken = Path(urllib.parse.urlparse(location).path if location.startswith("file:") else location)
+                    removed = prune_restore_points(self.state, taken)
+                    if removed:
+                        echo(f"  flink      removed {len(removed)} older checkpoint/savepoint folder(s)")
             except (OSError, RuntimeError) as exc:
                 # the cluster still stops; the next start resumes from the newest retained
                 # checkpoint instead (restore_points), which is older than a savepoint would be
