@@ -12,13 +12,24 @@
 //! Python path would raise a KeyError on, a panic) returns None, and Python computes that interval itself:
 //! the output is the Python path's either way.
 
+//!
+//! The Python glue (feature "python", the extension maturin builds) is gated: without it the same decoding,
+//! arithmetic and JSON writer serve the standalone `fleetperf-sadc` binary (src/bin), which links no libpython.
+
+#[cfg(feature = "python")]
 use pyo3::exceptions::PyValueError;
+#[cfg(feature = "python")]
 use pyo3::prelude::*;
+#[cfg(feature = "python")]
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use std::borrow::Cow;
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
+use std::convert::Infallible;
 use std::fmt::Write as _;
+#[cfg(feature = "python")]
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub mod layouts_2175;
 
 // ------------------------------------------------------------------------------------------------
 // layouts (from Python)
@@ -37,7 +48,7 @@ enum FieldRef {
     Text(usize),
 }
 
-struct Decoder {
+pub struct Decoder {
     big: bool,
     ops: Vec<Op>,
     n_num: usize, // numbers per item, one-byte char arrays (duplex) included, as Python's raw[0]
@@ -45,33 +56,35 @@ struct Decoder {
     fields: HashMap<String, FieldRef>,
 }
 
-struct ActSpec {
-    aid: u32,
-    name: String,
-    nr: i64,
-    nr2: i64,
-    size: i64,
-    has_nr: bool,
-    item_max: i64,
-    dec: Option<Decoder>,
+pub struct ActSpec {
+    pub aid: u32,
+    pub name: String,
+    pub nr: i64,
+    pub nr2: i64,
+    pub size: i64,
+    pub has_nr: bool,
+    pub item_max: i64,
+    pub dec: Option<Decoder>,
 }
 
 /// The file's activities as the Python reader compiled them (one per file; rebuilt after a 0x2173 RESTART).
-#[pyclass(frozen)]
-struct Spec {
-    big: bool, // the file's byte order (item counts)
-    acts: Vec<ActSpec>,
+#[cfg_attr(feature = "python", pyclass(frozen))]
+pub struct Spec {
+    pub big: bool, // the file's byte order (item counts)
+    pub acts: Vec<ActSpec>,
 }
 
-fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyResult<Decoder> {
+/// A struct format of Python's `struct` module (as reader.py compiles layouts.py's tables: byte order, then
+/// Q/I/x/s codes with counts) with its field names -> a Decoder; an error unless it adds up to `size`.
+pub fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> Result<Decoder, String> {
     let b = fmt.as_bytes();
     if b.is_empty() {
-        return Err(PyValueError::new_err("empty format"));
+        return Err("empty format".to_string());
     }
     let big = match b[0] {
         b'<' => false,
         b'>' => true,
-        _ => return Err(PyValueError::new_err("format without byte order")),
+        _ => return Err("format without byte order".to_string()),
     };
     let mut ops = Vec::new();
     let mut i = 1;
@@ -87,7 +100,7 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
             i += 1;
         }
         if i >= b.len() {
-            return Err(PyValueError::new_err("format ends with a count"));
+            return Err("format ends with a count".to_string());
         }
         let n = count.unwrap_or(1);
         match b[i] {
@@ -97,7 +110,7 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
             }
             b'Q' | b'I' => {
                 for _ in 0..n {
-                    let name = names.get(n_q).ok_or_else(|| PyValueError::new_err("fewer names than numbers"))?;
+                    let name = names.get(n_q).ok_or_else(|| "fewer names than numbers".to_string())?;
                     fields.insert(name.clone(), FieldRef::Num(n_num));
                     n_num += 1;
                     n_q += 1;
@@ -106,7 +119,7 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
                 }
             }
             b's' => {
-                let name = chars.get(n_s).ok_or_else(|| PyValueError::new_err("fewer names than char arrays"))?;
+                let name = chars.get(n_s).ok_or_else(|| "fewer names than char arrays".to_string())?;
                 n_s += 1;
                 ops.push(Op::Chars(n));
                 total += n;
@@ -117,12 +130,12 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
                     n_text += 1;
                 }
             }
-            _ => return Err(PyValueError::new_err("unexpected format code")),
+            _ => return Err("unexpected format code".to_string()),
         }
         i += 1;
     }
     if n_q != names.len() || n_s != chars.len() || total as i64 != size {
-        return Err(PyValueError::new_err("format, names and item size disagree"));
+        return Err("format, names and item size disagree".to_string());
     }
     for name in one_byte {
         fields.insert(name, FieldRef::Num(n_num));
@@ -131,6 +144,7 @@ fn parse_format(fmt: &str, names: &[String], chars: &[String], size: i64) -> PyR
     Ok(Decoder { big, ops, n_num, n_text, fields })
 }
 
+#[cfg(feature = "python")]
 #[pymethods]
 impl Spec {
     /// acts: (id, name, nr, nr2, size, has_nr, item_max, format | None, names | None, chars | None) each
@@ -143,7 +157,10 @@ impl Spec {
         let mut out = Vec::new();
         for (aid, name, nr, nr2, size, has_nr, item_max, fmt, names, chars) in acts {
             let dec = match fmt {
-                Some(f) => Some(parse_format(&f, &names.unwrap_or_default(), &chars.unwrap_or_default(), size)?),
+                Some(f) => Some(
+                    parse_format(&f, &names.unwrap_or_default(), &chars.unwrap_or_default(), size)
+                        .map_err(PyValueError::new_err)?,
+                ),
                 None => None,
             };
             if size <= 0 || nr2 <= 0 || nr < 0 {
@@ -158,15 +175,23 @@ impl Spec {
 // ------------------------------------------------------------------------------------------------
 // decoded records
 
-struct ActData {
+pub struct ActData {
     spec: usize, // index into Spec.acts
     n: usize,
     nums: Vec<u64>,
     texts: Vec<String>,
 }
 
+/// One STATS record's counters by activity id (a later activity of the same id replacing an earlier one),
+/// with the Spec they were decoded with.
+pub struct View<'s> {
+    pub spec: &'s Spec,
+    pub acts: &'s [(u32, ActData)],
+}
+
 /// One STATS record's counters (activity id -> items), and where its items lie in the reader's window, for
 /// the Python decoders when Python computes an interval itself.
+#[cfg(feature = "python")]
 #[pyclass(frozen)]
 struct Stats {
     spec: Py<Spec>,
@@ -175,6 +200,7 @@ struct Stats {
     spans: Vec<(usize, usize, usize)>, // (activity index, offset in data, items)
 }
 
+#[cfg(feature = "python")]
 #[pymethods]
 impl Stats {
     /// (window bytes, [(activity index, offset, items)]): what Python's decoders need
@@ -183,7 +209,7 @@ impl Stats {
     }
 }
 
-fn rd32(b: &[u8], big: bool) -> u32 {
+pub fn rd32(b: &[u8], big: bool) -> u32 {
     let a = [b[0], b[1], b[2], b[3]];
     if big {
         u32::from_be_bytes(a)
@@ -192,7 +218,7 @@ fn rd32(b: &[u8], big: bool) -> u32 {
     }
 }
 
-fn rd64(b: &[u8], big: bool) -> u64 {
+pub fn rd64(b: &[u8], big: bool) -> u64 {
     let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
     if big {
         u64::from_be_bytes(a)
@@ -240,13 +266,13 @@ fn decode(dec: &Decoder, d: &[u8], off: usize, n: usize, size: usize) -> (Vec<u6
     (nums, texts)
 }
 
-enum StatsResult {
+pub enum StatsResult {
     Need(usize, i64, String),
     Bad(usize, String),
     Ok(usize, Vec<(u32, ActData)>, Vec<(usize, usize, usize)>),
 }
 
-fn stats_inner(spec: &Spec, d: &[u8], mut off: usize, counted: bool) -> StatsResult {
+pub fn stats_inner(spec: &Spec, d: &[u8], mut off: usize, counted: bool) -> StatsResult {
     let size = d.len();
     let mut acts: Vec<(u32, ActData)> = Vec::new();
     let mut spans = Vec::new();
@@ -287,6 +313,7 @@ fn stats_inner(spec: &Spec, d: &[u8], mut off: usize, counted: bool) -> StatsRes
 /// The items of a STATS record from `off` in `data`: (2, end, Stats), (0, offset, size, what) when the
 /// window must hold more bytes first (Python reads them, or says the file ends), (1, offset, message) for
 /// an item count out of range, (3,) when something unexpected happened (Python decodes the record).
+#[cfg(feature = "python")]
 #[pyfunction]
 fn stats<'py>(
     py: Python<'py>,
@@ -329,8 +356,8 @@ struct Act<'a> {
 }
 
 impl<'a> Act<'a> {
-    fn of(st: &'a Stats, aid: u32) -> Option<Act<'a>> {
-        let spec = st.spec.get();
+    fn of(st: &View<'a>, aid: u32) -> Option<Act<'a>> {
+        let spec = st.spec;
         st.acts.iter().find(|(id, _)| *id == aid).map(|(_, a)| Act {
             dec: spec.acts[a.spec].dec.as_ref().unwrap(),
             n: a.n,
@@ -548,12 +575,19 @@ fn push_json_str(out: &mut String, s: &str) {
 const MAX_RATE: f64 = 1e13;
 const MAX_LEVEL: f64 = 9007199254740992.0; // float(1 << 53)
 
-struct Out<'py> {
-    py: Python<'py>,
+/// What one interval gives, in order: JSON lines (text, how many, topic key), a row out of range (section,
+/// item, why), or (dict mode, the collector's) a row's figures.
+pub enum Seg {
+    Lines(String, usize, &'static str),
+    Bad(&'static str, String, String),
+    Dict(&'static str, String, Vec<(Cow<'static, str>, f64)>),
+}
+
+struct Out {
     prefix: Option<String>, // JSON mode: each line's text before "section"
     text: String,
     rows: usize,
-    segments: Vec<Bound<'py, PyAny>>,
+    segments: Vec<Seg>,
     section: &'static str,
     rate: bool,
     percent: bool,
@@ -565,7 +599,7 @@ struct Out<'py> {
     tmp: String,
 }
 
-impl<'py> Out<'py> {
+impl Out {
     fn section(&mut self, name: &'static str, rate: bool) {
         self.section = name;
         self.rate = rate;
@@ -625,7 +659,7 @@ impl<'py> Out<'py> {
         }
         String::new()
     }
-    fn end(&mut self) -> PyResult<R<()>> {
+    fn end(&mut self) -> Result<R<()>, Infallible> {
         // the fast test of records.py first, inline
         let bad = {
             let bound = if self.percent { 100.0001 } else { MAX_RATE };
@@ -652,9 +686,8 @@ impl<'py> Out<'py> {
             }
         };
         if !bad.is_empty() {
-            self.flush()?;
-            let t = PyTuple::new(self.py, [self.section.to_string(), self.item.clone(), bad])?;
-            self.segments.push(t.into_any());
+            self.flush();
+            self.segments.push(Seg::Bad(self.section, self.item.clone(), bad));
             return Ok(Ok(()));
         }
         if self.vals.iter().any(|v| !v.is_finite()) {
@@ -686,33 +719,16 @@ impl<'py> Out<'py> {
             t.push_str("}}}\n");
             self.rows += 1;
         } else {
-            let d = PyDict::new(self.py);
-            for (name, &v) in self.names.iter().zip(self.vals.iter()) {
-                d.set_item(name.as_ref(), v)?;
-            }
-            let t = PyTuple::new(
-                self.py,
-                [self.section.into_pyobject(self.py)?.into_any(), self.item.as_str().into_pyobject(self.py)?.into_any(), d.into_any()],
-            )?;
-            self.segments.push(t.into_any());
+            let d = self.names.iter().cloned().zip(self.vals.iter().copied()).collect();
+            self.segments.push(Seg::Dict(self.section, self.item.clone(), d));
         }
         Ok(Ok(()))
     }
-    fn flush(&mut self) -> PyResult<()> {
+    fn flush(&mut self) {
         if self.rows > 0 {
-            let t = PyTuple::new(
-                self.py,
-                [
-                    PyBytes::new(self.py, self.text.as_bytes()).into_any(),
-                    self.rows.into_pyobject(self.py)?.into_any(),
-                    "sysstat_samples".into_pyobject(self.py)?.into_any(),
-                ],
-            )?;
-            self.segments.push(t.into_any());
-            self.text.clear();
+            self.segments.push(Seg::Lines(std::mem::take(&mut self.text), self.rows, "sysstat_samples"));
             self.rows = 0;
         }
-        Ok(())
     }
 }
 
@@ -732,7 +748,7 @@ macro_rules! tr {
     };
 }
 
-type Res = PyResult<R<()>>;
+type Res = Result<R<()>, Infallible>;
 
 // ------------------------------------------------------------------------------------------------
 // sar's arithmetic (rates.py)
@@ -1400,6 +1416,12 @@ const A_IRQ: u32 = 3;
 const A_MEMORY: u32 = 7;
 
 /// rates.COMPUTE's order: (activity id, section, kind 0 cpu / 1 rate / 2 level)
+/// rates.COMPUTE's (activity id, section) in order, as ported here: the binary compares it with the copy
+/// gen_layouts.py made of rates.py's (an activity added on one side only sends the file to Python)
+pub fn compute_sections() -> Vec<(u32, &'static str)> {
+    COMPUTE.iter().map(|&(aid, section, _)| (aid, section)).collect()
+}
+
 const COMPUTE: [(u32, &str, u8); 36] = [
     (1, "cpu-load-all", 0),
     (2, "process-and-context-switch", 1),
@@ -1478,12 +1500,20 @@ fn tables() -> &'static Tables {
 
 /// How a collector's intervals are computed: memused rule (0 total-free, 1 total-free-buffers-cached-slab,
 /// 2 total-available) and each activity's nr2 (the file header's, the last of an id).
-#[pyclass(frozen)]
-struct Ctx {
+#[cfg_attr(feature = "python", pyclass(frozen))]
+pub struct Ctx {
     rule: u8,
     nr2: HashMap<u32, i64>,
 }
 
+impl Ctx {
+    /// memused rule (0 total-free, 1 total-free-buffers-cached-slab, 2 total-available), nr2 by activity id
+    pub fn plain(rule: u8, nr2: HashMap<u32, i64>) -> Option<Self> {
+        (rule <= 2).then_some(Ctx { rule, nr2 })
+    }
+}
+
+#[cfg(feature = "python")]
 #[pymethods]
 impl Ctx {
     /// compute: rates.COMPUTE's (activity id, section) in order: anything but the sections ported here
@@ -1498,7 +1528,7 @@ impl Ctx {
     }
 }
 
-fn sections(out: &mut Out, ctx: &Ctx, prev: &Stats, cur: &Stats, itv: u64, do_rates: bool) -> Res {
+fn sections(out: &mut Out, ctx: &Ctx, prev: &View, cur: &View, itv: u64, do_rates: bool) -> Res {
     let t = tables();
     let itv_f = itv as f64;
     for &(aid, section, kind) in COMPUTE.iter() {
@@ -1552,16 +1582,17 @@ fn sections(out: &mut Out, ctx: &Ctx, prev: &Stats, cur: &Stats, itv: u64, do_ra
 }
 
 /// What the JSON lines of one collector hold besides the figures: pieces of text Python wrote once per file.
-#[pyclass(frozen)]
-struct Lines {
-    row_head: String, // a sysstat_samples line up to its ts
-    row_mid: String,  // from after interval_s to origin_offset's value
-    cpu_head: String, // a cpu_samples line up to its ts
-    cpu_tail: String, // from after cpus to origin_snapshot's "offset "
-    trusted: bool,
-    cpu_count: i64,
+#[cfg_attr(feature = "python", pyclass(frozen))]
+pub struct Lines {
+    pub row_head: String, // a sysstat_samples line up to its ts
+    pub row_mid: String,  // from after interval_s to origin_offset's value
+    pub cpu_head: String, // a cpu_samples line up to its ts
+    pub cpu_tail: String, // from after cpus to origin_snapshot's "offset "
+    pub trusted: bool,
+    pub cpu_count: i64,
 }
 
+#[cfg(feature = "python")]
 #[pymethods]
 impl Lines {
     #[new]
@@ -1570,10 +1601,100 @@ impl Lines {
     }
 }
 
+/// One interval's result: its segments in order, the CPU "all" figures (None without a CPU row), the online
+/// CPUs, and whether the cpu_samples line is among the segments (with `lines`).
+pub struct Interval {
+    pub segments: Vec<Seg>,
+    pub cpu_all: Option<Vec<f64>>,
+    pub online: usize,
+    pub cpu_done: bool,
+}
+
+/// sar's figures of one interval (prev -> cur), written as `fleetperf parse`'s JSON lines with `lines`, else
+/// as rows; None when this code cannot be sure to give the Python path's result (Python computes it then).
+#[allow(clippy::too_many_arguments)]
+pub fn interval_of(
+    ctx: &Ctx,
+    prev: &View,
+    cur: &View,
+    itv: u64,
+    rates: bool,
+    lines: Option<&Lines>,
+    ts: i64,
+    interval_s: Option<f64>,
+    offset: i64,
+) -> Option<Interval> {
+    let mut tmp = String::new();
+    let prefix = lines.map(|l| {
+        let mut p = String::with_capacity(l.row_head.len() + l.row_mid.len() + 64);
+        p.push_str(&l.row_head);
+        let _ = write!(p, "{}, \"interval_s\": ", ts);
+        match interval_s {
+            Some(v) => push_repr(&mut p, v, &mut tmp),
+            None => p.push_str("null"),
+        }
+        p.push_str(&l.row_mid);
+        let _ = write!(p, "{}, ", offset);
+        p
+    });
+    let mut out = Out {
+        prefix,
+        text: String::with_capacity(1 << 16),
+        rows: 0,
+        segments: Vec::new(),
+        section: "",
+        rate: false,
+        percent: false,
+        item: String::new(),
+        names: Vec::new(),
+        vals: Vec::new(),
+        cpu_all: None,
+        online: 0,
+        tmp: String::new(),
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sections(&mut out, ctx, prev, cur, itv.max(1), rates)
+    }));
+    if !matches!(r, Ok(Ok(Ok(())))) {
+        return None; // Fallback, or a panic: Python computes the interval
+    }
+    out.flush();
+    let mut cpu_done = false;
+    if let (Some(l), Some(itv_s), Some(v)) = (lines, interval_s, out.cpu_all.as_ref()) {
+        // records.py's cpu_line and its range check; out of range: Python writes the dead letter
+        let figures = [v[0] + v[1] + v[7] + v[8], v[2] + v[5] + v[6], v[3], v[9], v[4]];
+        if figures.iter().all(|&x| (0.0..=100.0001).contains(&x)) {
+            let mut t = String::with_capacity(512);
+            t.push_str(&l.cpu_head);
+            let _ = write!(t, "{}, \"interval_s\": ", ts);
+            push_repr(&mut t, itv_s, &mut tmp);
+            t.push_str(", \"source\": \"sadc\"");
+            for (name, x) in ["user_pct", "sys_pct", "wait_pct", "idle_pct"].iter().zip(figures.iter()) {
+                let _ = write!(t, ", \"{}\": ", name);
+                push_repr(&mut t, *x, &mut tmp);
+            }
+            t.push_str(", \"steal_pct\": ");
+            if l.trusted {
+                push_repr(&mut t, v[4], &mut tmp);
+            } else {
+                t.push_str("null");
+            }
+            let cpus = if out.online > 0 { out.online as i64 } else { l.cpu_count };
+            let _ = write!(t, ", \"cpus\": {}", cpus);
+            t.push_str(&l.cpu_tail);
+            let _ = write!(t, "{}\"}}}}\n", offset);
+            out.segments.push(Seg::Lines(t, 1, "cpu_samples"));
+            cpu_done = true;
+        }
+    }
+    Some(Interval { segments: out.segments, cpu_all: out.cpu_all, online: out.online, cpu_done })
+}
+
 /// One interval's rows: (segments, cpu "all" figures or None, online CPUs, whether the cpu_samples line is
 /// among the segments), or None when Python must compute this interval itself. Segments: (JSON lines as
 /// ASCII bytes, how many, topic key) with `lines` given, (section, item, dict) otherwise, and (section, item, why) for a row out of
 /// range.
+#[cfg(feature = "python")]
 #[pyfunction]
 #[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0))]
 #[allow(clippy::too_many_arguments)]
@@ -1589,97 +1710,56 @@ fn interval<'py>(
     interval_s: Option<f64>,
     offset: i64,
 ) -> PyResult<PyObject> {
-    let mut tmp = String::new();
-    let lines = lines.as_ref().map(|l| l.get());
-    let prefix = lines.map(|l| {
-        let mut p = String::with_capacity(l.row_head.len() + l.row_mid.len() + 64);
-        p.push_str(&l.row_head);
-        let _ = write!(p, "{}, \"interval_s\": ", ts);
-        match interval_s {
-            Some(v) => push_repr(&mut p, v, &mut tmp),
-            None => p.push_str("null"),
-        }
-        p.push_str(&l.row_mid);
-        let _ = write!(p, "{}, ", offset);
-        p
-    });
-    let mut out = Out {
-        py,
-        prefix,
-        text: String::with_capacity(1 << 16),
-        rows: 0,
-        segments: Vec::new(),
-        section: "",
-        rate: false,
-        percent: false,
-        item: String::new(),
-        names: Vec::new(),
-        vals: Vec::new(),
-        cpu_all: None,
-        online: 0,
-        tmp: String::new(),
+    let (p, c) = (prev.get(), cur.get());
+    let pv = View { spec: p.spec.get(), acts: &p.acts };
+    let cv = View { spec: c.spec.get(), acts: &c.acts };
+    let l = lines.as_ref().map(|l| l.get());
+    let Some(r) = interval_of(ctx.get(), &pv, &cv, itv, rates, l, ts, interval_s, offset) else {
+        return Ok(py.None());
     };
-    let (c, cur_s, prev_s) = (ctx.get(), cur.get(), prev.get());
-    let r = catch_unwind(AssertUnwindSafe(|| sections(&mut out, c, prev_s, cur_s, itv.max(1), rates)));
-    match r {
-        Ok(Ok(Ok(()))) => {
-            out.flush()?;
-            let mut cpu_done = false;
-            if let (Some(l), Some(itv_s), Some(v)) = (lines, interval_s, out.cpu_all.as_ref()) {
-                // records.py's cpu_line and its range check; out of range: Python writes the dead letter
-                let figures = [v[0] + v[1] + v[7] + v[8], v[2] + v[5] + v[6], v[3], v[9], v[4]];
-                if figures.iter().all(|&x| (0.0..=100.0001).contains(&x)) {
-                    let mut t = String::with_capacity(512);
-                    t.push_str(&l.cpu_head);
-                    let _ = write!(t, "{}, \"interval_s\": ", ts);
-                    push_repr(&mut t, itv_s, &mut tmp);
-                    t.push_str(", \"source\": \"sadc\"");
-                    for (name, x) in ["user_pct", "sys_pct", "wait_pct", "idle_pct"].iter().zip(figures.iter()) {
-                        let _ = write!(t, ", \"{}\": ", name);
-                        push_repr(&mut t, *x, &mut tmp);
-                    }
-                    t.push_str(", \"steal_pct\": ");
-                    if l.trusted {
-                        push_repr(&mut t, v[4], &mut tmp);
-                    } else {
-                        t.push_str("null");
-                    }
-                    let cpus = if out.online > 0 { out.online as i64 } else { l.cpu_count };
-                    let _ = write!(t, ", \"cpus\": {}", cpus);
-                    t.push_str(&l.cpu_tail);
-                    let _ = write!(t, "{}\"}}}}\n", offset);
-                    let seg = PyTuple::new(
-                        py,
-                        [
-                            PyBytes::new(py, t.as_bytes()).into_any(),
-                            1i64.into_pyobject(py)?.into_any(),
-                            "cpu_samples".into_pyobject(py)?.into_any(),
-                        ],
-                    )?;
-                    out.segments.push(seg.into_any());
-                    cpu_done = true;
+    let mut segs = Vec::with_capacity(r.segments.len());
+    for seg in r.segments {
+        let t = match seg {
+            Seg::Lines(text, n, key) => PyTuple::new(
+                py,
+                [
+                    PyBytes::new(py, text.as_bytes()).into_any(),
+                    n.into_pyobject(py)?.into_any(),
+                    key.into_pyobject(py)?.into_any(),
+                ],
+            )?,
+            Seg::Bad(section, item, why) => PyTuple::new(py, [section.to_string(), item, why])?,
+            Seg::Dict(section, item, values) => {
+                let d = PyDict::new(py);
+                for (name, v) in values {
+                    d.set_item(name.as_ref(), v)?;
                 }
+                PyTuple::new(
+                    py,
+                    [section.into_pyobject(py)?.into_any(), item.into_pyobject(py)?.into_any(), d.into_any()],
+                )?
             }
-            let segs = PyList::new(py, out.segments.drain(..))?;
-            let all = match out.cpu_all.take() {
-                Some(v) => PyList::new(py, v)?.into_any().unbind(),
-                None => py.None(),
-            };
-            let done = pyo3::types::PyBool::new(py, cpu_done).to_owned().into_any().unbind();
-            Ok(PyTuple::new(py, [segs.into_any().unbind(), all, out.online.into_pyobject(py)?.into_any().unbind(), done])?
-                .into_any()
-                .unbind())
-        }
-        Ok(Err(e)) => Err(e),
-        _ => Ok(py.None()), // Fallback, or a panic: Python computes the interval
+        };
+        segs.push(t.into_any());
     }
+    let segs = PyList::new(py, segs)?;
+    let all = match r.cpu_all {
+        Some(v) => PyList::new(py, v)?.into_any().unbind(),
+        None => py.None(),
+    };
+    let done = pyo3::types::PyBool::new(py, r.cpu_done).to_owned().into_any().unbind();
+    Ok(PyTuple::new(py, [segs.into_any().unbind(), all, r.online.into_pyobject(py)?.into_any().unbind(), done])?
+        .into_any()
+        .unbind())
 }
 
+#[cfg(feature = "python")]
 #[pyfunction]
 fn float_repr(v: f64) -> String {
     repr(v)
 }
 
+#[cfg(feature = "python")]
 #[pyfunction]
 fn json_str(s: &str) -> String {
     let mut o = String::new();
@@ -1687,6 +1767,14 @@ fn json_str(s: &str) -> String {
     o
 }
 
+/// `json.dumps(s)` (ensure_ascii) of a string, for the binary's own lines
+pub fn json_string(s: &str) -> String {
+    let mut o = String::new();
+    push_json_str(&mut o, s);
+    o
+}
+
+#[cfg(feature = "python")]
 #[pymodule]
 fn fleetperf_sadc_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Spec>()?;
