@@ -58,6 +58,7 @@ class Follower:
         options: argparse.Namespace | None = None,
         settle: float = 5.0,
         status_every: float = 0.0,
+        promises: bool = True,
     ) -> None:
         self.inputs = inputs
         self.opts = options or source_options()
@@ -67,6 +68,9 @@ class Follower:
         self.finish_idle = finish_idle
         self.settle = settle
         self.status_every = status_every
+        # sample records carry their stream's watermark promise (ingest/watermark.py); False only to
+        # measure without (bench/live_latency.py)
+        self.promises = promises
         # while Kafka is away, records wait on disk and following goes on (drained when it returns)
         self.producer = producer or spooling_producer(settings, "follow")
         self.ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
@@ -124,7 +128,7 @@ class Follower:
                 file_failed(path, "ingest", problem, self.producer, self.summary, quiet=False)
                 self.finished.add(path)
             return
-        publisher = FilePublisher(path, source, self.producer, self.ledger, self.summary)
+        publisher = FilePublisher(path, source, self.producer, self.ledger, self.summary, promises=self.promises)
         if publisher.already_done():
             self.finished.add(path)
             return

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleetperf.config import Settings
-from fleetperf.ingest import end_of_stream
+from fleetperf.ingest import end_of_stream, watermark
 from fleetperf.ingest.ledger import Ledger
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources import registry
@@ -95,6 +95,7 @@ class FilePublisher:
         ledger: Ledger,
         summary: Summary,
         quiet: bool = False,
+        promises: bool = False,
     ) -> None:
         self.path = path
         self.source = source
@@ -108,6 +109,9 @@ class FilePublisher:
         self.offset_seen = -1
         self.unsaved = 0
         self.ends = end_of_stream.StreamEnds()
+        # live (ingest --follow): sample records carry their stream's watermark promise, so the Flink
+        # job closes a window without waiting for the next sample (ingest/watermark.py)
+        self.promises = promises and watermark.promises(source.name)
 
     def already_done(self) -> bool:
         return self.progress.complete and self.progress.size == self.path.stat().st_size
@@ -159,10 +163,11 @@ class FilePublisher:
             self.summary.error_lines.append(message)
             if not self.quiet:
                 print(f"bad input: {message}", file=sys.stderr)
+        headers = watermark.headers_of(emitted) if self.promises else None
         if emitted.encoded is not None:
-            self.producer.send_encoded(emitted.topic_key, emitted.encoded, key=emitted.key)
+            self.producer.send_encoded(emitted.topic_key, emitted.encoded, key=emitted.key, headers=headers)
         else:
-            self.producer.send(emitted.topic_key, emitted.record, key=emitted.key)
+            self.producer.send(emitted.topic_key, emitted.record, key=emitted.key, headers=headers)
         self.summary.records += 1
         self.summary.values += emitted.values
         if emitted.topic_key == self.source.sample_topic:

@@ -9,6 +9,11 @@ public abstract class BaseSample implements Sample {
   public String stream = "";
   /** The record came with the end-of-stream header (see {@link Sample#endOfStream()}). */
   public boolean endOfStream;
+  /**
+   * The stream's watermark promise that came with the record ({@link StreamWatermark}), or
+   * {@link StreamWatermark#NONE}.
+   */
+  public long promised = StreamWatermark.NONE;
 
   @Override
   public long ts() {
@@ -28,6 +33,11 @@ public abstract class BaseSample implements Sample {
   @Override
   public boolean endOfStream() {
     return endOfStream;
+  }
+
+  @Override
+  public long promised() {
+    return promised;
   }
 
   @Override

@@ -19,4 +19,12 @@ public interface Sample {
   default boolean endOfStream() {
     return false;
   }
+
+  /**
+   * The record's watermark promise: no later record of this stream has a timestamp below it
+   * (the Kafka header {@link StreamWatermark#HEADER}); {@link StreamWatermark#NONE} without one.
+   */
+  default long promised() {
+    return StreamWatermark.NONE;
+  }
 }

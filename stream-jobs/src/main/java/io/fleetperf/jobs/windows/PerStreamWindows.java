@@ -1,6 +1,7 @@
 package io.fleetperf.jobs.windows;
 
 import io.fleetperf.jobs.samples.Sample;
+import io.fleetperf.jobs.samples.StreamWatermark;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +29,16 @@ import org.apache.flink.util.OutputTag;
  * host) the older data would be dropped as late. With one clock per stream, each file's windows
  * close on that file's own time: a window closes when the stream's newest sample is
  * {@code outOfOrderness} past its end.
+ *
+ * <p>A stream whose collector promises its own order (its watermark promise,
+ * {@link Sample#promised()}: "no later record of this stream has a timestamp below this", sent by a
+ * live collector that knows the stream's sampling interval) also closes a window once the highest
+ * promise so far reaches the window's end, without the out-of-orderness allowance: the promise is
+ * about this stream's own later records, so there is nothing out of order left to wait for. Live
+ * nmon at a 10 s interval thus closes a window on the snapshot before or at its end, not on the one
+ * at end + 10 s. The promise travels with the records (a Kafka header), so a collector that spools
+ * during a Kafka outage holds it back with its samples; nothing here depends on the wall clock.
+ * Streams without promises close as before.
  *
  * <p>A stream that goes quiet for {@code idle} of processing time emits early results for its open
  * windows (is_final=false), so the last minutes of a file do not wait for data that may never
@@ -87,6 +98,15 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
      * clocks of older checkpoints with the default.
      */
     public long finalBefore = Long.MIN_VALUE;
+    /**
+     * The highest watermark promise of the stream so far (event time; {@link StreamWatermark#NONE}:
+     * none): windows ending at or before it are closed. Added with the promise; Flink's POJO
+     * serializer restores clocks of older checkpoints through the no-argument constructor, so they
+     * get NONE (and a restore that set the field to Java's 0 instead would close only windows
+     * ending before 1970: harmless either way). No state-layout change (Checkpoints.STATE_LAYOUT):
+     * a field added to a POJO is a compatible evolution.
+     */
+    public long promised = StreamWatermark.NONE;
 
     public StreamClock() {}
   }
@@ -131,7 +151,10 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
       c.nextClose = earliestClose();
     }
     long start = windowStart(s.ts(), size);
-    if (start < c.finalBefore || (c.newest != Long.MIN_VALUE && closed(start, c.newest))) {
+    if (start < c.finalBefore || closed(start, c)) {
+      // its window was emitted final (by the clock, a promise, the end-of-stream marker) or, never
+      // opened, is closed already: late. A sample below the stream's promise whose window is still
+      // open broke the promise, but nothing was emitted for it yet: it is counted.
       ctx.output(late, s);
       return;
     }
@@ -142,11 +165,18 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     }
     acc.add(s);
     open.put(start, acc);
+    boolean advanced = false;
     if (s.ts() > c.newest) {
       c.newest = s.ts();
-      if (c.newest >= c.nextClose) {
-        closeUpTo(c, out);
-      }
+      advanced = true;
+    }
+    if (s.promised() > c.promised) {
+      // the record's own sample is in already: its promise is about the records after it
+      c.promised = s.promised();
+      advanced = true;
+    }
+    if (advanced && (c.newest >= c.nextClose || promiseReaches(c))) {
+      closeUpTo(c, out);
     }
     long now = ctx.timerService().currentProcessingTime();
     c.lastArrival = now;
@@ -199,8 +229,21 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     return end;
   }
 
-  private boolean closed(long start, long newest) {
-    return start + size + outOfOrderness <= newest;
+  /**
+   * The window starting at {@code start} is closed for the stream: its newest sample is the
+   * allowance past the window's end, or its promise reached the end.
+   */
+  private boolean closed(long start, StreamClock c) {
+    long end = start + size;
+    return (c.newest != Long.MIN_VALUE && end + outOfOrderness <= c.newest)
+        || (c.promised != StreamWatermark.NONE && end <= c.promised);
+  }
+
+  /** The promise closes the earliest open window ({@code nextClose} is its end + the allowance). */
+  private boolean promiseReaches(StreamClock c) {
+    return c.promised != StreamWatermark.NONE
+        && c.nextClose != Long.MAX_VALUE
+        && c.promised >= c.nextClose - outOfOrderness;
   }
 
   private long earliestClose() throws Exception {
@@ -215,7 +258,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     List<Long> done = new ArrayList<>();
     long earliest = Long.MAX_VALUE;
     for (Map.Entry<Long, A> e : open.entries()) {
-      if (closed(e.getKey(), c.newest)) {
+      if (closed(e.getKey(), c)) {
         emit(e.getKey(), e.getValue(), true, out);
         done.add(e.getKey());
       } else {

@@ -1,6 +1,7 @@
 package io.fleetperf.jobs.wire;
 
 import io.fleetperf.jobs.samples.EndOfStream;
+import io.fleetperf.jobs.samples.StreamWatermark;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.Serializable;
@@ -62,8 +63,10 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) throws IOException {
     try {
-      // the end-of-stream marker travels as a header beside the Avro body (samples.EndOfStream)
-      out.collect(EndOfStream.apply(mapper.apply(decode(record.value())), record.headers()));
+      // the end-of-stream marker and the stream's watermark promise travel as headers beside the
+      // Avro body (samples.EndOfStream, samples.StreamWatermark)
+      T value = mapper.apply(decode(record.value()));
+      out.collect(StreamWatermark.apply(EndOfStream.apply(value, record.headers()), record.headers()));
     } catch (InterruptedIOException e) {
       throw e; // cancelled while waiting for the registry: the record is read again after a restart
     } catch (IOException | RuntimeException e) {

@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fleetperf.jobs.samples.CpuSample;
+import io.fleetperf.jobs.samples.StreamWatermark;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
@@ -23,12 +25,24 @@ class PerStreamWindowsTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    harness = new KeyedOneInputStreamOperatorTestHarness<>(
+    harness = newHarness();
+    harness.open();
+    harness.setProcessingTime(0);
+  }
+
+  private static KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> newHarness()
+      throws Exception {
+    return new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new PerStreamWindows<>(CpuWindowAccumulator.class, CpuWindowAccumulator::new,
             LATE, MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
         Types.STRING);
-    harness.open();
-    harness.setProcessingTime(0);
+  }
+
+  /** A live sample with its stream's watermark promise (the Kafka header StreamWatermark.HEADER). */
+  private void promised(String host, long ts, double steal, long promise) throws Exception {
+    CpuSample s = new CpuSample(host, host, ts, 10, steal, null, null, "file1");
+    s.promised = promise;
+    harness.processElement(new StreamRecord<>(s));
   }
 
   @AfterEach
@@ -268,6 +282,95 @@ class PerStreamWindowsTest {
     assertEquals(2, output().size());
     assertEquals(13_000, PerStreamWindows.timerAt(13_000));
     assertEquals(14_000, PerStreamWindows.timerAt(13_001));
+  }
+
+  // nmon at a 10 s interval promises ts + 10 s - 1 s (fleetperf.ingest.watermark: SLACK_MS)
+  private static final long PROMISE = 9_000;
+
+  @Test
+  void aPromiseClosesTheWindowOnItsLastSampleNotOnASampleAfterTheAllowance() throws Exception {
+    for (long ts = 5_000; ts <= 45_000; ts += 10_000) {
+      promised("a", ts, 2.0, ts + PROMISE);
+    }
+    assertTrue(output().isEmpty()); // promise 54 s: the window [0, 60 s) may still get a sample
+    promised("a", 55_000, 8.0, 55_000 + PROMISE); // its last sample promises 64 s: final at once
+    List<DerivedMetric> out = output();
+    assertEquals(1, out.size());
+    assertTrue(out.get(0).isFinal);
+    assertEquals(0, out.get(0).windowStart);
+    assertEquals(6, out.get(0).samples);
+    assertEquals(3.0, out.get(0).value, 1e-12);
+    assertTrue(harness.getSideOutput(LATE) == null);
+  }
+
+  @Test
+  void samplesOnTheWindowBoundaryCloseItOnTheFirstSampleAtItsEnd() throws Exception {
+    // the live benchmark's nmon writes at multiples of 10 s: the last sample of [0, 60 s) is at
+    // 50 s and promises 59 s only (the 1 s slack), so the window closes on the sample at 60 s,
+    // where the allowance alone would wait for the one at 70 s
+    for (long ts = 0; ts <= 50_000; ts += 10_000) {
+      promised("a", ts, 2.0, ts + PROMISE);
+    }
+    assertTrue(output().isEmpty());
+    promised("a", 60_000, 4.0, 60_000 + PROMISE);
+    List<DerivedMetric> out = output();
+    assertEquals(1, out.size());
+    assertEquals(0, out.get(0).windowStart);
+    assertEquals(6, out.get(0).samples); // the 60 s sample is in the next window, not this one
+    assertTrue(out.get(0).isFinal);
+  }
+
+  @Test
+  void withoutPromisesTheSameSamplesCloseTheWindowOnlyAfterTheAllowance() throws Exception {
+    for (long ts = 5_000; ts <= 65_000; ts += 10_000) {
+      steal("a", ts, 2.0);
+      assertEquals(ts < 65_000 ? 0 : 1, output().size(), "after the sample at " + ts);
+    }
+    assertEquals(StreamWatermark.NONE, new CpuSample("a", "a", 0, 10, null, null, null).promised());
+  }
+
+  @Test
+  void aSampleBelowAPromiseIsLateOnceThePromiseClosedItsWindow() throws Exception {
+    promised("a", 55_000, 2.0, 64_000); // closes [0, 60 s)
+    assertEquals(1, output().size());
+    steal("a", 58_000, 50.0); // broke the promise, its window is final: late, not a second final
+    assertEquals(1, harness.getSideOutput(LATE).size());
+    assertEquals(1, output().size());
+    // below the promise but in a window still open (nothing emitted for it yet): counted
+    steal("a", 62_000, 4.0);
+    promised("a", 125_000, 6.0, 134_000);
+    List<DerivedMetric> out = output();
+    assertEquals(2, out.size());
+    assertEquals(MIN, out.get(1).windowStart);
+    assertEquals(4.0, out.get(1).value, 1e-12);
+    assertEquals(1, harness.getSideOutput(LATE).size());
+  }
+
+  @Test
+  void aRecordWithoutAPromiseLeavesTheStreamsPromiseAsItWas() throws Exception {
+    promised("a", 50_000, 2.0, 59_000);
+    steal("a", 59_500, 4.0); // no header (e.g. a record of the stream sent by an older collector)
+    promised("a", 60_000, 6.0, 58_000); // a lower promise than the stream's does not lower it
+    assertTrue(output().isEmpty());
+    promised("a", 61_000, 6.0, 60_000);
+    assertEquals(1, output().size());
+    assertEquals(2, output().get(0).samples);
+  }
+
+  @Test
+  void thePromiseIsCheckpointedWithTheStreamsClock() throws Exception {
+    promised("a", 50_000, 2.0, 60_000); // closes [0, 60 s) by the promise alone (newest is 50 s)
+    assertEquals(1, output().size());
+    OperatorSubtaskState snapshot = harness.snapshot(1, 1);
+    harness.close();
+
+    harness = newHarness(); // a restart from the checkpoint
+    harness.initializeState(snapshot);
+    harness.open();
+    harness.setProcessingTime(0);
+    steal("a", 55_000, 9.0); // by the allowance [0, 60 s) is open (50 s + 5 s < 65 s), by the promise not
+    assertEquals(1, harness.getSideOutput(LATE).size());
+    assertTrue(output().isEmpty());
   }
 
   @Test
