@@ -181,9 +181,9 @@ def chart_params(c: Chart) -> dict[str, Any]:
             "series_limit": 25 if c.groupby else 0,
             "series_limit_metric": dict(c.metrics[0]),
             "order_desc": True,
-            # daily series are short: draw their points; hourly and minute series are dense, and
-            # thousands of markers cost the browser seconds
-            "markerEnabled": d.time_column == "day",
+            # no point markers: a year of days, hours or minutes per series is dense, and thousands
+            # of markers cost the browser seconds
+            "markerEnabled": False,
             "markerSize": 4,
         }
     if c.viz == "table":

@@ -2,7 +2,10 @@
 
 `python dashboards/build.py` turns this into the Superset import bundle in dashboards/bundle/
 (YAML, stable UUIDs derived from the names); the warehouse start imports that bundle. Charts over
-long ranges read the hourly/daily rollup views (sql/008_dashboard_views.sql).
+all history read entity_daily (finalised daily rows, sql/034) at day grain: a chart that showed hourly
+points shows per day the figure of that day's hours (highest hourly mean, highest hourly p95, mean of
+the hourly means), so it returns at most 366 points per series for a year and reads no rollup state.
+Charts over a recent range (Host drill-down) keep hourly and minute rows.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ DATASETS = {
         Dataset(
             "entity_daily",
             "day",
-            "Daily rollup of every derived metric (capacity over months and years).",
+            "Daily rollup of every derived metric, finalised (sql/034), with the day's hourly figures: hours,"
+            " sum and max of the hourly means, max of the hourly p95. Charts over all history read it.",
+        ),
+        Dataset(
+            "incident_metrics_daily",
+            "day",
+            "entity_daily of the entities and metrics that have incidents.",
         ),
         Dataset(
             "fleet_entities",
@@ -144,21 +153,22 @@ CHARTS = {
         ),
         Chart(
             "fleet_trend",
-            "Fleet utilisation trend (hourly means)",
+            "Fleet utilisation trend (daily mean of hourly means)",
             "line",
-            "entity_hourly",
-            (sql_metric("avg(avg_value)", "mean"),),
+            "entity_daily",
+            # = avg(avg_value) of entity_hourly at day grain (tests/unit/test_dashboard_precomputed.py)
+            (sql_metric("sum(hourly_avg_sum) / sum(hours)", "mean"),),
             ("metric",),
             (_in("steal_pct", "entc_pct", "busy_pct"),),
-            description="Mean over entities of the hourly mean: steal %, entitlement consumed %, CPU busy %"
-            " (busy: every host of every source).",
+            description="Mean over entities and hours of the hourly mean, per day: steal %, entitlement consumed %,"
+            " CPU busy % (busy: every host of every source).",
         ),
         Chart(
             "top_offenders",
             "Top offenders (hourly p95)",
             "table",
-            "entity_hourly",
-            (sql_metric("max(p95_value)", "worst hourly p95"),),
+            "entity_daily",
+            (sql_metric("max(hourly_p95_max)", "worst hourly p95"),),
             ("entity_name", "metric"),
             (_in("steal_pct", "tv_ratio", "slb_miss_rate", "lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
             row_limit=25,
@@ -243,8 +253,8 @@ CHARTS = {
             "tv_guests",
             "T/V ratio by guest and system",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "T/V"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "T/V"),),
             ("entity_name",),
             ("metric = 'tv_ratio'",),
         ),
@@ -252,8 +262,8 @@ CHARTS = {
             "cp_overhead",
             "CP overhead % by guest and system",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "CP overhead %"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "CP overhead %"),),
             ("entity_name",),
             ("metric = 'cp_overhead_pct'",),
         ),
@@ -261,8 +271,8 @@ CHARTS = {
             "zvm_system",
             "z/VM systems: busy %, eligible list, paging",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "value"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "value"),),
             ("entity_name", "metric"),
             # every host has busy_pct now: this chart is the z/VM systems'
             (_in("busy_pct", "users_in_elist", "paging_xstore_rate", "paging_dasd_rate"), "platform = 'zvm-system'"),
@@ -280,8 +290,8 @@ CHARTS = {
             "entc",
             "Entitlement consumed % by LPAR",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "entc %"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "entc %"),),
             ("entity_name",),
             ("metric = 'entc_pct'",),
         ),
@@ -289,8 +299,8 @@ CHARTS = {
             "physc",
             "Physical processors consumed by LPAR",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "physc"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "physc"),),
             ("entity_name",),
             ("metric = 'physc'",),
         ),
@@ -298,8 +308,8 @@ CHARTS = {
             "slb",
             "SLB / ERAT miss rate (% of instructions)",
             "line",
-            "entity_hourly",
-            (sql_metric("max(avg_value)", "% per instruction"),),
+            "entity_daily",
+            (sql_metric("max(hourly_avg_max)", "% per instruction"),),
             ("entity_name", "metric"),
             (_in("slb_miss_rate", "ierat_miss_rate"),),
             y_format=",.3f",
@@ -309,7 +319,7 @@ CHARTS = {
             "lacp_skew",
             "LACP hash skew per aggregation (max share × ports)",
             "line",
-            "entity_hourly",
+            "entity_daily",
             (sql_metric("max(max_value)", "skew"),),
             ("entity_name", "metric"),
             (_in("lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
@@ -346,10 +356,10 @@ CHARTS = {
         ),
         Chart(
             "incident_entity",
-            "Metrics of the entities with incidents (hourly max)",
+            "Metrics of the entities with incidents (daily max)",
             "line",
-            "incident_metrics_hourly",
-            (sql_metric("max(max_value)", "hourly max"),),
+            "incident_metrics_daily",
+            (sql_metric("max(max_value)", "daily max"),),
             ("entity_name", "metric"),
         ),
         # host drill-down
