@@ -26,28 +26,36 @@ from fleetperf.warehouse.sink import Sink
 
 pytestmark = pytest.mark.integration
 
-# What a fault-free run into another database must equal. Sums in Decimal: a float sum depends on
-# the order rows are read in, which batching changes; the rollups' averages rounded first for the
-# same reason (merged avg states).
-CHECKS = {
-    "cpu_samples_v": "count(), sum(toDecimal128(user_pct, 6)), sum(toDecimal128(ifNull(steal_pct, 0), 6))",
-    "nmon_values_v": "count(), sum(toDecimal128(ifNull(value, 0), 6))",
-    "host_configs FINAL": "count()",
-    "derived_metrics_v": "count(), sum(toDecimal128(value, 9))",
+# This test's data lies on one day no other test writes (its simulated files, 2026-06-01): the
+# checks read that day only. The stack is shared by the whole suite, and the Flink job may still
+# finalise another test's windows meanwhile (a followed stream that never ended becomes final
+# `stream_retain_seconds` after it went quiet): a CI run saw 3 such final windows reach the clean
+# sink after the faulty one had stopped, in every rollup of the whole table.
+DAY = "2026-06-01"
+# What a fault-free run into another database must equal: view -> (expression, time column). Sums
+# in Decimal: a float sum depends on the order rows are read in, which batching changes; the
+# rollups' averages rounded first for the same reason (merged avg states).
+CHECKS: dict[str, tuple[str, str | None]] = {
+    "cpu_samples_v": ("count(), sum(toDecimal128(user_pct, 6)), sum(toDecimal128(ifNull(steal_pct, 0), 6))", "ts"),
+    "nmon_values_v": ("count(), sum(toDecimal128(ifNull(value, 0), 6))", "ts"),
+    "host_configs FINAL": ("count()", "ts"),
+    "derived_metrics_v": ("count(), sum(toDecimal128(value, 9))", "window_start"),
     # the rollups are fed by materialized views on every insert: a double insert shows here
-    "metrics_hourly_v": "count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4)), "
-    "sum(toDecimal128(max_value, 6))",
-    "metrics_daily_v": "count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4))",
-    "dead_letters FINAL": "count()",
+    "metrics_hourly_v": (
+        "count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4)), sum(toDecimal128(max_value, 6))",
+        "hour",
+    ),
+    "metrics_daily_v": ("count(), sum(windows), sum(toDecimal128(round(avg_value, 4), 4))", "day"),
+    "dead_letters FINAL": ("count()", None),  # the sink's own: none from this test's messages
 }
 # Within one database a replay must not add a single row, merged or not (the raw tables without
-# FINAL: a duplicate stays visible there until a background merge).
-RAW = {
-    "derived_metrics": "count()",
-    "cpu_samples": "count()",
-    "nmon_values": "count()",
-    "dead_letters": "count()",
-    "sink_batches": "count()",
+# FINAL: a duplicate stays visible there until a background merge). sink_batches: the ranges that
+# begin before the partitions' ends seen when the replay's reference was taken (`_ranges_before`).
+RAW: dict[str, tuple[str, str | None]] = {
+    "derived_metrics": ("count()", "window_start"),
+    "cpu_samples": ("count()", "ts"),
+    "nmon_values": ("count()", "ts"),
+    "dead_letters": ("count()", None),
 }
 
 
@@ -86,8 +94,23 @@ def _stop(sink: Sink, thread: threading.Thread) -> None:
     assert not thread.is_alive()
 
 
-def _totals(ch: Any, checks: dict[str, str] = CHECKS) -> dict[str, Any]:  # noqa: ANN401
-    return {view: ch.query(f"SELECT {expr} FROM {view}").result_rows for view, expr in checks.items()}
+def _totals(ch: Any, checks: dict[str, tuple[str, str | None]] = CHECKS) -> dict[str, Any]:  # noqa: ANN401
+    totals = {}
+    for view, (expr, column) in checks.items():
+        where = f" WHERE toDate({column}) = toDate('{DAY}')" if column else ""
+        totals[view] = ch.query(f"SELECT {expr} FROM {view}{where}").result_rows
+    return totals
+
+
+def _ranges_before(ch: Any, ends: dict[str, int]) -> int:  # noqa: ANN401
+    """sink_batches rows (unmerged) of ranges that begin before `ends` ('topic/partition' -> the
+    group's committed offset): a replay cuts exactly these again from the table and must add none;
+    what lies beyond came later."""
+    cond = " OR ".join(
+        f"(topic = '{key.rsplit('/', 1)[0]}' AND partition = {key.rsplit('/', 1)[1]} AND first_offset < {end})"
+        for key, end in ends.items()
+    )
+    return int(ch.query(f"SELECT countIf({cond or 'false'}) FROM sink_batches").result_rows[0][0])
 
 
 def _partitions(settings: Settings) -> list[TopicPartition]:
@@ -168,7 +191,8 @@ def test_registry_outage_loses_nothing_and_a_replay_changes_nothing(
     local_stack.start(only=("registry",), echo=lambda line: None)  # same ids: kafkasql storage
     _until_caught_up(sink)
     _stop(sink, thread)
-    after_outage, raw = _totals(ch), _totals(ch, RAW)
+    ends = _committed(stack, "durability-fault", partitions)  # what the faulty run cut and committed
+    after_outage, raw, ranges = _totals(ch), _totals(ch, RAW), _ranges_before(ch, ends)
 
     clean = _local(stack, "durability_clean", "durability-clean", embedded_path)
     clean_ch, _ = migrate(clean)
@@ -188,6 +212,7 @@ def test_registry_outage_loses_nothing_and_a_replay_changes_nothing(
     assert sum(replay.rows_written.values()) > 0 and replay.replayed_batches > 0, replay.stats()
     assert _totals(ch) == expected
     assert _totals(ch, RAW) == raw
+    assert _ranges_before(ch, ends) == ranges
 
 
 def test_records_spooled_while_kafka_was_away_reach_kafka_through_the_next_producer(
