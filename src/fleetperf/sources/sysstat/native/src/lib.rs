@@ -1411,6 +1411,7 @@ fn psi(out: &mut Out, cur: &Act, prev: &Act, itv: i128) -> Res {
     Ok(Ok(()))
 }
 
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
 const A_CPU: u32 = 1;
 const A_IRQ: u32 = 3;
 const A_MEMORY: u32 = 7;

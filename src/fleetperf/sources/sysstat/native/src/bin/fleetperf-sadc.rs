@@ -14,8 +14,11 @@
 //!   arguments (FLEETPERF_SADC_FALLBACK names the interpreter; ./fleetperf sets it), so errors, dead letters
 //!   and exit statuses are always the Python path's own.
 //!
-//! Output is held until every file is read (a fall-back must not follow half a file's lines): MAX_INPUT bounds
-//! that memory; larger files go to the Python path, whose native reader is as fast as sadf per core there.
+//! Memory stays flat: a file is read through a window (1 MB reads, the bytes before the current record dropped,
+//! as reader.py's SaFile), lines go out as they are made. When something is met after lines went out, the
+//! Python command is started with its output piped: its first bytes (the same lines: the Python path writes
+//! what this binary wrote up to there, checked by line count and the last 4 kB) are dropped, the rest passed on,
+//! its exit status returned; stderr is its own.
 
 use fleetperf_sadc_native::layouts_2175 as lay;
 use fleetperf_sadc_native::{
@@ -24,12 +27,15 @@ use fleetperf_sadc_native::{
 };
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{exit, Command};
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{exit, Command, Stdio};
 
-/// Largest total input read here (bytes): the held output is about 8x the input (testdata: 18.9 kB -> 157 kB)
-const MAX_INPUT: u64 = 24 << 20;
+/// Bytes read from a file at a time; and kept before the current record at most (reader.py's CHUNK, KEEP)
+const CHUNK: usize = 1 << 20;
+/// Bytes of the output's end compared with the Python path's at a hand-over
+const TAIL: usize = 4096;
 /// records.py: a longer gap between two records is damage, not an interval (1/100 s)
 const MAX_INTERVAL_CS: u64 = 31 * 86400 * 100;
 
@@ -38,30 +44,124 @@ type Why = String;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match run(&args) {
+    let mut sink = Sink { w: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()), bytes: 0, lines: 0, tail: Vec::new() };
+    match run(&args, &mut sink) {
         Ok(code) => exit(code),
-        Err(why) => fall_back(&args, &why),
+        Err(why) => fall_back(&args, &why, sink),
     }
 }
 
-fn fall_back(args: &[OsString], why: &str) -> ! {
+/// stdout, and what went out on it: bytes, lines, the last TAIL bytes
+struct Sink {
+    w: BufWriter<std::io::StdoutLock<'static>>,
+    bytes: u64,
+    lines: u64,
+    tail: Vec<u8>,
+}
+
+impl Sink {
+    fn put(&mut self, text: &[u8], lines: usize) {
+        if let Err(e) = self.w.write_all(text) {
+            gone(e);
+        }
+        self.bytes += text.len() as u64;
+        self.lines += lines as u64;
+        if text.len() >= TAIL {
+            self.tail.clear();
+            self.tail.extend_from_slice(&text[text.len() - TAIL..]);
+        } else {
+            self.tail.extend_from_slice(text);
+            if self.tail.len() > 2 * TAIL {
+                self.tail.drain(..self.tail.len() - TAIL);
+            }
+        }
+    }
+    fn end(&self) -> &[u8] {
+        &self.tail[self.tail.len().saturating_sub(TAIL)..]
+    }
+}
+
+/// stdout failed: piped into head & co. ends quietly with 0 (cli/main.py's BrokenPipeError), else 1
+fn gone(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        exit(0);
+    }
+    eprintln!("fleetperf parse: cannot write: {e}");
+    exit(1)
+}
+
+fn fall_back(args: &[OsString], why: &str, mut sink: Sink) -> ! {
     if std::env::var_os("FLEETPERF_SADC_BIN_VERBOSE").is_some() {
         eprintln!("fleetperf-sadc: {why}: the Python path reads it");
     }
     let Some(python) = std::env::var_os("FLEETPERF_SADC_FALLBACK") else {
+        if let Err(e) = sink.w.flush() {
+            gone(e);
+        }
         eprintln!("fleetperf-sadc: {why}, and no Python command to leave it to (run it as ./fleetperf parse sadc)");
         exit(2);
     };
-    let err = Command::new(&python)
-        .args(["-m", "fleetperf.cli.main", "parse", "sadc"])
-        .args(args)
-        .env("FLEETPERF_SADC_BIN_FELL_BACK", why)
-        .exec();
-    eprintln!("fleetperf-sadc: cannot start {}: {err}", python.to_string_lossy());
-    exit(1)
+    let mut cmd = Command::new(&python);
+    cmd.args(["-m", "fleetperf.cli.main", "parse", "sadc"]).args(args).env("FLEETPERF_SADC_BIN_FELL_BACK", why);
+    if sink.bytes == 0 {
+        let err = cmd.exec(); // nothing written yet: the Python command in this process
+        eprintln!("fleetperf-sadc: cannot start {}: {err}", python.to_string_lossy());
+        exit(1)
+    }
+    if let Err(e) = sink.w.flush() {
+        gone(e);
+    }
+    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(err) => {
+            eprintln!("fleetperf-sadc: cannot start {}: {err}", python.to_string_lossy());
+            exit(1)
+        }
+    };
+    let mut from = child.stdout.take().expect("piped");
+    // the first `sink.bytes` bytes are those already written: dropped, once they are seen to be the same lines
+    let (mut left, mut lines, mut tail) = (sink.bytes, 0u64, Vec::with_capacity(2 * TAIL));
+    let mut buf = vec![0u8; 1 << 16];
+    let mut rest = Vec::new();
+    while left > 0 {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let take = (n as u64).min(left) as usize;
+        lines += buf[..take].iter().filter(|&&b| b == b'\n').count() as u64;
+        tail.extend_from_slice(&buf[..take]);
+        if tail.len() > 2 * TAIL {
+            tail.drain(..tail.len() - TAIL);
+        }
+        left -= take as u64;
+        if left == 0 {
+            rest = buf[take..n].to_vec(); // the Python path's own lines begin here
+        }
+    }
+    let tail = &tail[tail.len().saturating_sub(TAIL)..];
+    if left > 0 || lines != sink.lines || tail != sink.end() {
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!(
+            "fleetperf-sadc: the Python path's first {} bytes are not the {} lines this binary wrote; a defect to \
+             report (FLEETPERF_SADC_PARSER=python reads without the binary)",
+            sink.bytes, sink.lines
+        );
+        exit(1);
+    }
+    if let Err(e) = sink.w.write_all(&rest).and_then(|_| std::io::copy(&mut from, &mut sink.w).map(|_| ())) {
+        gone(e);
+    }
+    if let Err(e) = sink.w.flush() {
+        gone(e);
+    }
+    drop(from);
+    let status = child.wait().map_or(1, |s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
+    exit(status)
 }
 
-fn run(args: &[OsString]) -> Result<i32, Why> {
+fn run(args: &[OsString], sink: &mut Sink) -> Result<i32, Why> {
     if std::env::var("FLEETPERF_SADC_PARSER").as_deref() == Ok("python") {
         return Err("FLEETPERF_SADC_PARSER=python".into());
     }
@@ -85,35 +185,26 @@ fn run(args: &[OsString]) -> Result<i32, Why> {
     if files.len() > 1 && std::io::stderr().is_terminal() {
         return Err("several files on a terminal (progress bar)".into());
     }
-    let mut total = 0u64;
     for f in &files {
         let m = std::fs::metadata(f).map_err(|e| format!("{f}: {e}"))?;
         if !m.is_file() {
             return Err(format!("{f} is not a regular file"));
         }
-        total += m.len();
-    }
-    if total > MAX_INPUT {
-        return Err(format!("{total} bytes of input (more than {MAX_INPUT})"));
     }
     let root = std::env::var("FLEETPERF_SADC_ROOT").map_err(|_| "FLEETPERF_SADC_ROOT not set")?;
     let topics = topics(&format!("{root}/config/fleetperf.toml"))?;
     if compute_sections() != lay::RATES_COMPUTE.to_vec() {
         return Err("rates.COMPUTE is not what the native arithmetic computes".into());
     }
-    let mut out = Vec::with_capacity((total as usize) * 9);
     let mut counts: HashMap<&'static str, usize> = HashMap::default();
     for f in &files {
-        let data = std::fs::read(f).map_err(|e| format!("{f}: {e}"))?;
-        file(f, &data, &topics, &mut out, &mut counts)?;
+        let handle = File::open(f).map_err(|e| format!("{f}: {e}"))?;
+        let size = handle.metadata().map_err(|e| format!("{f}: {e}"))?.len() as usize;
+        let mut win = Win { f: handle, size, base: 0, buf: Vec::new() };
+        file(f, &mut win, &topics, sink, &mut counts)?;
     }
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return Ok(0); // cli/main.py: output piped into head & co.
-        }
-        eprintln!("fleetperf parse: cannot write: {e}");
-        return Ok(1);
+    if let Err(e) = sink.w.flush() {
+        gone(e);
     }
     let mut keys: Vec<_> = counts.into_iter().collect();
     keys.sort();
@@ -156,21 +247,94 @@ fn topics(path: &str) -> Result<HashMap<&'static str, String>, Why> {
     Ok(found)
 }
 
+/// A file read through a window: `buf` holds its bytes from offset `base` on (reader.py's SaFile)
+struct Win {
+    f: File,
+    size: usize,
+    base: usize,
+    buf: Vec<u8>,
+}
+
+impl Win {
+    /// Read more (at least CHUNK, at least as much again as held: a large record takes few rounds);
+    /// false at the end of the file
+    fn more(&mut self) -> Result<bool, Why> {
+        let have = self.base + self.buf.len();
+        if have >= self.size {
+            return Ok(false);
+        }
+        let want = CHUNK.max(self.buf.len()).min(self.size - have);
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let mut got = 0;
+        while got < want {
+            match self.f.read(&mut self.buf[old + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+        self.buf.truncate(old + got);
+        Ok(got > 0)
+    }
+    /// Drop the bytes well before file offset `pos`
+    fn slide(&mut self, pos: usize) {
+        if pos - self.base > CHUNK {
+            self.buf.drain(..pos - self.base);
+            self.base = pos;
+        }
+    }
+}
+
+/// Why a parse stopped: the window must hold more bytes first, or the file is left to Python
+enum Stop {
+    Need,
+    Bail(Why),
+}
+
+impl From<Why> for Stop {
+    fn from(w: Why) -> Self {
+        Stop::Bail(w)
+    }
+}
+
+/// Parse `f` from the window, reading more while it needs more (`Stop::Need` at the file's end: it is cut short)
+fn with_more<T>(win: &mut Win, mut f: impl FnMut(&Win) -> Result<T, Stop>) -> Result<T, Why> {
+    loop {
+        match f(win) {
+            Ok(v) => return Ok(v),
+            Err(Stop::Bail(w)) => return Err(w),
+            Err(Stop::Need) => {
+                if !win.more()? {
+                    return Err("the file ends inside a record".into());
+                }
+            }
+        }
+    }
+}
+
 struct Reader<'d> {
     d: &'d [u8],
+    base: usize, // file offset of d[0]: every offset below is the file's
     big: bool,
 }
 
 impl Reader<'_> {
-    /// reader.py's `_need` on a whole file: the bytes are there, else the file ends inside `what`
-    fn need(&self, off: usize, size: usize, what: &str) -> Result<(), Why> {
-        if off.checked_add(size).is_none_or(|end| end > self.d.len()) {
-            return Err(format!("end of file inside the {what} at offset {off}"));
+    /// reader.py's `_need`: the window holds `size` bytes at `off`, else more must be read (or the file ends)
+    fn need(&self, off: usize, size: usize) -> Result<(), Stop> {
+        if off.checked_add(size).is_none_or(|end| end > self.base + self.d.len()) {
+            return Err(Stop::Need);
         }
         Ok(())
     }
+    fn byte(&self, off: usize) -> u8 {
+        self.d[off - self.base]
+    }
+    fn bytes(&self, off: usize, n: usize) -> &[u8] {
+        &self.d[off - self.base..off - self.base + n]
+    }
     fn u16(&self, off: usize) -> u16 {
-        let b = [self.d[off], self.d[off + 1]];
+        let b = [self.byte(off), self.byte(off + 1)];
         if self.big {
             u16::from_be_bytes(b)
         } else {
@@ -178,24 +342,24 @@ impl Reader<'_> {
         }
     }
     fn u32(&self, off: usize) -> u32 {
-        rd32(&self.d[off..off + 4], self.big)
+        rd32(self.bytes(off, 4), self.big)
     }
     fn i32(&self, off: usize) -> i32 {
         self.u32(off) as i32
     }
     fn u64(&self, off: usize) -> u64 {
-        rd64(&self.d[off..off + 8], self.big)
+        rd64(self.bytes(off, 8), self.big)
     }
     /// reader.py's `_skip_extra`
-    fn skip_extra(&self, mut off: usize) -> Result<usize, Why> {
+    fn skip_extra(&self, mut off: usize) -> Result<usize, Stop> {
         loop {
-            self.need(off, 24, "extra structure description")?;
+            self.need(off, 24)?;
             let (nr, size, next) = (self.u32(off) as usize, self.u32(off + 4) as usize, self.u32(off + 8));
             if nr as i64 > lay::MAX_EXTRA_NR || size as i64 > lay::MAX_EXTRA_SIZE {
-                return Err(format!("extra structures out of range at offset {off}"));
+                return Err(Stop::Bail(format!("extra structures out of range at offset {off}")));
             }
             off += 24 + nr * size;
-            self.need(off, 0, "extra structures")?;
+            self.need(off, 0)?;
             if next == 0 {
                 return Ok(off);
             }
@@ -265,31 +429,31 @@ fn grouped(g: &lay::Grouped, types: [u32; 3], size: usize, big: bool, sl: usize)
 }
 
 /// reader.py's `_read_header` / `_header_2175`, for the files read here (0x2175, every check passed)
-fn header(d: &[u8]) -> Result<Header, Why> {
-    if d.len() < 8 {
-        return Err("file too short".into());
-    }
+fn header(win: &Win) -> Result<Header, Stop> {
+    let d = &win.buf[..]; // from offset 0: the header is read before the window moves
+    let r = Reader { d, base: 0, big: false };
+    r.need(0, 8)?;
     let big = match (d[0], d[1]) {
         (0x96, 0xd5) => false,
         (0xd5, 0x96) => true,
-        _ => return Err("not a sysstat data file".into()),
+        _ => return Err(Stop::Bail("not a sysstat data file".into())),
     };
-    let r = Reader { d, big };
+    let r = Reader { d, base: 0, big };
     if r.u16(2) as i64 != lay::FORMAT_2175 {
-        return Err(format!("format 0x{:04x}", r.u16(2)));
+        return Err(Stop::Bail(format!("format 0x{:04x}", r.u16(2))));
     }
     let version = format!("{}.{}.{}", d[4], d[5], d[6]);
     let h = lay::NEW_FILE_MAGIC_SIZE as usize;
-    r.need(0, h, "file magic")?;
+    r.need(0, h)?;
     let (header_size, hull, hul, hu) = (r.u32(8) as usize, r.u32(16), r.u32(20), r.u32(24) as usize);
     if !(header_size > 0 && header_size as i64 <= lay::MAX_FILE_HEADER_SIZE) {
-        return Err("file header size".into());
+        return Err(Stop::Bail("file header size".into()));
     }
     let utsname = lay::UTSNAME_LEN as usize;
     if (hull, hul) != (1, 1) || !(11..=64).contains(&hu) || 16 + 4 * hu + 3 + 4 * utsname > header_size {
-        return Err("file header description".into());
+        return Err(Stop::Bail("file header description".into()));
     }
-    r.need(h, header_size, "file header")?;
+    r.need(h, header_size)?;
     let ust_time = r.u64(h);
     let ints: Vec<u32> = (0..hu).map(|i| r.u32(h + 16 + 4 * i)).collect();
     let (cpu_nr, act_nr) = (ints[0], ints[1]);
@@ -299,7 +463,7 @@ fn header(d: &[u8]) -> Result<Header, Why> {
     let c = h + 16 + 4 * hu;
     let sizeof_long = d[c + 2];
     if sizeof_long != 4 && sizeof_long != 8 {
-        return Err("sizeof(long)".into());
+        return Err(Stop::Bail("sizeof(long)".into()));
     }
     let hz = if sizeof_long == 8 { r.u64(h + 8) } else { r.u32(h + 8) as u64 };
     let mut names: [String; 4] = Default::default();
@@ -307,34 +471,34 @@ fn header(d: &[u8]) -> Result<Header, Why> {
         *n = cstr(&d[c + 3 + i * utsname..c + 3 + (i + 1) * utsname])?;
     }
     if !(act_nr > 0 && act_nr as i64 <= lay::MAX_NR_ACT) || !(cpu_nr > 0 && cpu_nr as i64 <= lay::MAX_CPU_NR) {
-        return Err("activity or CPU count".into());
+        return Err(Stop::Bail("activity or CPU count".into()));
     }
     if !(act_size > 0 && act_size as i64 <= lay::MAX_FILE_ACTIVITY_SIZE)
         || !(rec_size > 0 && rec_size as i64 <= lay::MAX_RECORD_HEADER_SIZE)
     {
-        return Err("activity/record header size".into());
+        return Err(Stop::Bail("activity/record header size".into()));
     }
     if act_types[..2] != [0, 0] || !(9 <= act_types[2] as usize && act_types[2] as usize <= act_size / 4) {
-        return Err("activity description".into());
+        return Err(Stop::Bail("activity description".into()));
     }
     if rec_types[..2] != [2, 0] || 16 + 4 * rec_types[2] as usize + 4 > rec_size {
-        return Err("record header description".into());
+        return Err(Stop::Bail("record header description".into()));
     }
     if !(lay::MIN_EPOCH <= ust_time as i64 && (ust_time as i64) < lay::MAX_EPOCH) || ust_time > i64::MAX as u64 {
-        return Err("file header time".into());
+        return Err(Stop::Bail("file header time".into()));
     }
     let mut off = h + header_size;
     let mut acts = Vec::new();
     let mut specs = Vec::new();
     for _ in 0..act_nr {
-        r.need(off, act_size, "description of an activity")?;
+        r.need(off, act_size)?;
         let (aid, magic) = (r.u32(off), r.u32(off + 4));
         let (nr, nr2, has_nr, size) = (r.i32(off + 8) as i64, r.i32(off + 12) as i64, r.i32(off + 16), r.i32(off + 20) as i64);
         let types = [r.u32(off + 24), r.u32(off + 28), r.u32(off + 32)];
         if !(0 <= nr && nr <= lay::NR_MAX && 0 < nr2 && nr2 <= lay::NR2_MAX && 0 < size && size <= lay::MAX_ITEM_SIZE)
             || nr * nr2 > lay::NR_MAX
         {
-            return Err(format!("activity {aid}: items out of range"));
+            return Err(Stop::Bail(format!("activity {aid}: items out of range")));
         }
         let name = lay::ACTIVITY_NAMES
             .iter()
@@ -345,12 +509,12 @@ fn header(d: &[u8]) -> Result<Header, Why> {
             None => None, // unknown activity or magic: skipped by its size, listed as unread
             Some(g) => {
                 let (fmt, fields, chars) = grouped(g, types, size as usize, big, sizeof_long as usize)
-                    .ok_or_else(|| format!("activity {name}: a description its fields do not fit"))?;
+                    .ok_or_else(|| Stop::Bail(format!("activity {name}: a description its fields do not fit")))?;
                 let required = lay::REQUIRED.iter().find(|(k, _)| *k == aid).map_or(&[][..], |(_, r)| *r);
                 if required.iter().any(|n| !fields.iter().any(|f| f == n) && !chars.iter().any(|f| f == n)) {
-                    return Err(format!("activity {name}: a description without a field it needs"));
+                    return Err(Stop::Bail(format!("activity {name}: a description without a field it needs")));
                 }
-                Some(parse_format(&fmt, &fields, &chars, size).map_err(|e| format!("activity {name}: {e}"))?)
+                Some(parse_format(&fmt, &fields, &chars, size).map_err(|e| Stop::Bail(format!("activity {name}: {e}")))?)
             }
         };
         let item_max = lay::ITEM_MAX.iter().find(|(k, _)| *k == aid).map_or(lay::NR_MAX, |(_, m)| *m);
@@ -403,28 +567,28 @@ struct Times {
 }
 
 /// reader.py's `_record_2175` and `_check_time` (check_times on: no option changes it here)
-fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Why> {
-    r.need(off, hd.rec_size, "record header")?;
+fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Stop> {
+    r.need(off, hd.rec_size)?;
     let (uptime_cs, ust_time) = (r.u64(off), r.u64(off + 8));
     let n = hd.rec_int;
     let extra_next = if n >= 1 { r.u32(off + 16) } else { 0 };
     let p = off + 16 + 4 * n;
-    let (rtype, hh, mm, ss) = (r.d[p] as i64, r.d[p + 1], r.d[p + 2], r.d[p + 3]);
+    let (rtype, hh, mm, ss) = (r.byte(p) as i64, r.byte(p + 1), r.byte(p + 2), r.byte(p + 3));
     if hh > 23 || mm > 59 || ss > 59 {
-        return Err(format!("record time {hh}:{mm}:{ss} at offset {off}"));
+        return Err(Stop::Bail(format!("record time {hh}:{mm}:{ss} at offset {off}")));
     }
     let ust = ust_time as i64;
     if !(lay::MIN_EPOCH <= ust && ust < lay::MAX_EPOCH) || ust_time > i64::MAX as u64 {
-        return Err(format!("record time at offset {off}"));
+        return Err(Stop::Bail(format!("record time at offset {off}")));
     }
     t.ss_last = ust % 60 == ss as i64;
     if t.seconds_agree && !t.ss_last {
-        return Err(format!("record time and hh:mm:ss disagree at offset {off}"));
+        return Err(Stop::Bail(format!("record time and hh:mm:ss disagree at offset {off}")));
     }
     if let Some(last) = t.last_time {
         let near = |base: i64| base - lay::RECORD_TIME_BEFORE <= ust && ust <= base + lay::RECORD_TIME_AFTER;
         if !near(last) && !near(t.header_time) {
-            return Err(format!("implausible record time at offset {off}"));
+            return Err(Stop::Bail(format!("implausible record time at offset {off}")));
         }
     }
     let mut body = off + hd.rec_size;
@@ -432,19 +596,19 @@ fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Why
         if extra_next != 0 {
             body = r.skip_extra(body)?;
         }
-        match stats_inner(&hd.spec, r.d, body, true) {
+        match stats_inner(&hd.spec, r.d, body - r.base, true) {
             StatsResult::Ok(end, acts, _spans) => {
-                body = end;
+                body = r.base + end;
                 Kind::Stats(acts)
             }
-            StatsResult::Need(..) => return Err(format!("truncated record at offset {off}")),
-            StatsResult::Bad(..) => return Err(format!("item count out of range at offset {off}")),
+            StatsResult::Need(..) => return Err(Stop::Need),
+            StatsResult::Bad(..) => return Err(Stop::Bail(format!("item count out of range at offset {off}"))),
         }
     } else if rtype == lay::R_RESTART {
-        r.need(body, 4, "restart record")?;
+        r.need(body, 4)?;
         let cpu_nr = r.i32(body);
         if !(0 < cpu_nr && cpu_nr <= 16384) {
-            return Err(format!("restart record with {cpu_nr} CPUs"));
+            return Err(Stop::Bail(format!("restart record with {cpu_nr} CPUs")));
         }
         body += 4;
         if extra_next != 0 {
@@ -453,7 +617,7 @@ fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Why
         Kind::Restart
     } else if rtype == lay::R_COMMENT || (lay::R_EXTRA_MIN..=lay::R_EXTRA_MAX).contains(&rtype) {
         if rtype == lay::R_COMMENT {
-            r.need(body, lay::MAX_COMMENT_LEN as usize, "comment record")?;
+            r.need(body, lay::MAX_COMMENT_LEN as usize)?;
             body += lay::MAX_COMMENT_LEN as usize;
         }
         if extra_next != 0 {
@@ -461,7 +625,7 @@ fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Why
         }
         Kind::Other
     } else {
-        return Err(format!("unknown record type {rtype} at offset {off}"));
+        return Err(Stop::Bail(format!("unknown record type {rtype} at offset {off}")));
     };
     Ok(Rec { kind, offset: off, end: body, uptime_cs, ust_time, real_clock: false })
 }
@@ -480,13 +644,12 @@ fn clock_disagrees(t: &Times, rec: &Rec) -> bool {
 /// One file: records.py's `_emitted` (host config, then each interval's lines), appended to `out`
 fn file(
     path: &str,
-    d: &[u8],
+    win: &mut Win,
     topics: &HashMap<&'static str, String>,
-    out: &mut Vec<u8>,
+    out: &mut Sink,
     counts: &mut HashMap<&'static str, usize>,
 ) -> Result<(), Why> {
-    let hd = header(d)?;
-    let r = Reader { d, big: hd.big };
+    let hd = with_more(win, header)?;
     // Path(path).name
     let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
     if name.is_empty() || name == "." || name == ".." || path.ends_with('/') {
@@ -553,15 +716,16 @@ fn file(
         hd.ust_time * 1000,
         attrs.join(", ")
     );
-    out.extend_from_slice(line.as_bytes());
+    out.put(line.as_bytes(), 1);
     *counts.entry("host_configs").or_default() += 1;
 
     // reader.py's records() over a complete file, records.py's Collector.feed
     let mut t = Times { header_time: hd.ust_time as i64, last_time: None, seconds_agree: false, ss_last: false, last_stats: None };
     let mut prev: Option<Rec> = None;
     let mut pos = hd.data_offset;
-    while pos < d.len() {
-        let mut rec = record(&r, &hd, &mut t, pos)?;
+    while pos < win.size {
+        win.slide(pos);
+        let mut rec = with_more(win, |w| record(&Reader { d: &w.buf, base: w.base, big: hd.big }, &hd, &mut t, pos))?;
         let near = |u: i64| t.header_time - lay::RECORD_TIME_BEFORE <= u && u <= t.header_time + lay::RECORD_TIME_AFTER;
         if t.last_time.is_none() && !near(rec.ust_time as i64) {
             return Err(format!("first record far from the file's time at offset {pos}"));
@@ -602,7 +766,7 @@ fn interval(
     lines: &Lines,
     prev: &Rec,
     cur: &Rec,
-    out: &mut Vec<u8>,
+    out: &mut Sink,
     counts: &mut HashMap<&'static str, usize>,
 ) -> Result<(), Why> {
     let itv = cur.uptime_cs.wrapping_sub(prev.uptime_cs);
@@ -621,17 +785,18 @@ fn interval(
     let itv_s = itv as f64 / 100.0;
     let r = interval_of(ctx, &pv, &cv, itv, true, Some(lines), ts, Some(itv_s), cur.offset as i64)
         .ok_or_else(|| format!("an interval the native arithmetic leaves to Python at offset {}", cur.offset))?;
-    for seg in &r.segments {
-        match seg {
-            Seg::Lines(text, n, key) => {
-                out.extend_from_slice(text.as_bytes());
-                *counts.entry(key).or_default() += n;
-            }
-            _ => return Err(format!("a row out of range at offset {}", cur.offset)),
-        }
+    // judged whole before a line goes out: a hand-over then starts at the interval's first line
+    if r.segments.iter().any(|seg| !matches!(seg, Seg::Lines(..))) {
+        return Err(format!("a row out of range at offset {}", cur.offset));
     }
     if r.cpu_all.is_some() && !r.cpu_done {
         return Err(format!("a CPU line out of range at offset {}", cur.offset));
+    }
+    for seg in &r.segments {
+        if let Seg::Lines(text, n, key) = seg {
+            out.put(text.as_bytes(), *n);
+            *counts.entry(key).or_default() += n;
+        }
     }
     Ok(())
 }
