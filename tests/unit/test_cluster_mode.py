@@ -291,3 +291,46 @@ def test_down_prunes_checkpoints_of_earlier_jobs_and_old_savepoints(tmp_path: Pa
     ]
     assert (tmp_path / "flink-checkpoints" / "superseded-layout-2" / "job-0" / "chk-99" / "_metadata").exists()
     assert (tmp_path / "flink-savepoints" / "savepoint-partial").is_dir()
+
+
+def test_the_layout_number_is_the_one_the_java_job_reads() -> None:
+    """One definition: the resource the job jar carries (Checkpoints.readLayout reads it)."""
+    java = (cluster.install.JOBS_DIR / "src/main/java/io/fleetperf/jobs/Checkpoints.java").read_text()
+    assert 'getResourceAsStream("state-layout")' in java
+    assert cluster.state_layout() >= 3  # 3 when cluster mode came (Checkpoints.java's history)
+
+
+def test_restore_points_of_another_state_layout_are_set_aside(tmp_path: Path) -> None:
+    """An upgrade that changes the state layout: its savepoints and checkpoints are moved aside
+    (never restored, kept for a downgrade) and the submission starts without state; the same
+    layout keeps them; a marker-less folder counts as the current layout."""
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-1", 1000)
+    _metadata(tmp_path / "flink-checkpoints" / "job-a" / "chk-7", 2000)
+    assert cluster.set_aside_other_layouts(tmp_path, 3) == []
+    assert len(cluster.restore_points(tmp_path)) == 2
+    assert (tmp_path / "flink-savepoints" / "state-layout").read_text() == "3\n"
+    moved = cluster.set_aside_other_layouts(tmp_path, 4)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in moved) == [
+        "flink-checkpoints/superseded-layout-3/job-a",
+        "flink-savepoints/superseded-layout-3/savepoint-1",
+    ]
+    assert cluster.restore_points(tmp_path) == []
+    assert (tmp_path / "flink-checkpoints" / "state-layout").read_text() == "4\n"
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-2", 3000)  # the new layout's `down`
+    assert cluster.set_aside_other_layouts(tmp_path, 4) == []
+    assert cluster.restore_points(tmp_path) == [("savepoint", tmp_path / "flink-savepoints" / "savepoint-2")]
+
+
+def test_submit_after_a_layout_change_starts_without_the_old_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack = LocalStack(_settings(STACK__MODE="cluster", STATE__DIR=str(tmp_path)))
+    assert isinstance(stack, cluster.ClusterStack)
+    _metadata(tmp_path / "flink-savepoints" / "savepoint-1", 1000)
+    (tmp_path / "flink-savepoints" / "state-layout").write_text("2\n")
+    monkeypatch.setattr(cluster, "state_layout", lambda: 3)
+    lines: list[str] = []
+    rest = _FakeRest(set())
+    assert stack._submit(rest, tmp_path / "job.jar", lines.append) == "job-2"
+    assert rest.runs == [None]
+    assert any("savepoint-1" in line and "moved to" in line for line in lines)

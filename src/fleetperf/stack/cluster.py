@@ -190,6 +190,40 @@ def newest_savepoint(directory: Path) -> Path | None:
     return max(done, key=lambda p: p.stat().st_mtime) if done else None
 
 
+# The job's state layout: one number, kept in the job's resources (the Java job reads the same file,
+# io.fleetperf.jobs.Checkpoints.STATE_LAYOUT, and sets aside checkpoints of another layout itself
+# when it runs on the MiniCluster; a cluster submission names its restore point here instead).
+STATE_LAYOUT_RESOURCE = install.JOBS_DIR / "src" / "main" / "resources" / "io" / "fleetperf" / "jobs" / "state-layout"
+LAYOUT_FILE = "state-layout"  # Checkpoints.LAYOUT_FILE
+
+
+def state_layout() -> int:
+    return int(STATE_LAYOUT_RESOURCE.read_text().strip())
+
+
+def set_aside_other_layouts(state: Path, layout: int) -> list[Path]:
+    """Before a submission restores: savepoints and checkpoints written by a job of another state
+    layout (their folder's `state-layout` marker) are moved into `superseded-layout-N/` beside
+    them (kept for a downgrade, never restored), as the local job does (Checkpoints.restorable),
+    and the marker is set to `layout`. Without this, `up` after an upgrade that changed the layout
+    would be refused every restore point and fail. A folder without a marker was written by this
+    layout: cluster mode came with layout 3, and the local job has always written its marker."""
+    moved: list[Path] = []
+    for root in (state / "flink-savepoints", state / "flink-checkpoints"):
+        root.mkdir(parents=True, exist_ok=True)
+        marker = root / LAYOUT_FILE
+        found = int(marker.read_text().strip()) if marker.exists() else layout
+        if found != layout:
+            aside = root / f"superseded-layout-{found}"
+            for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("superseded-")):
+                aside.mkdir(exist_ok=True)
+                target = aside / folder.name
+                folder.rename(target)
+                moved.append(target)
+        marker.write_text(f"{layout}\n")
+    return moved
+
+
 def restore_points(state: Path) -> list[tuple[str, Path]]:
     """Every complete savepoint and retained checkpoint under the state directory, newest first, as
     ("savepoint" | "checkpoint", folder). Ordered by the _metadata file's time: Flink writes that file
@@ -200,7 +234,11 @@ def restore_points(state: Path) -> list[tuple[str, Path]]:
     found: list[tuple[float, str, Path]] = []
     savepoints, checkpoints = state / "flink-savepoints", state / "flink-checkpoints"
     if savepoints.is_dir():
-        found += [(m.stat().st_mtime, "savepoint", m.parent) for m in savepoints.glob("*/_metadata")]
+        found += [
+            (m.stat().st_mtime, "savepoint", m.parent)
+            for m in savepoints.glob("*/_metadata")
+            if not m.parent.name.startswith("superseded-")
+        ]
     if checkpoints.is_dir():
         found += [
             (m.stat().st_mtime, "checkpoint", m.parent)
@@ -582,6 +620,9 @@ class ClusterStack(LocalStack):
         the run request is refused for is named and the next older one tried (a failure later, when
         the JobManager reads the state, shows as a job that does not reach RUNNING)."""
         jar_id = rest.upload(jar)
+        layout = state_layout()
+        for folder in set_aside_other_layouts(self.state, layout):
+            echo(f"  flink      {folder.name}: state layout other than this job's ({layout}), moved to {folder.parent}")
         failures: list[str] = []
         for kind, path in restore_points(self.state)[:3]:
             echo(f"  flink      restoring from {kind} {path}")

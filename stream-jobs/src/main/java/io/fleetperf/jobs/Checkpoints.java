@@ -1,7 +1,9 @@
 package io.fleetperf.jobs;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -19,7 +21,23 @@ final class Checkpoints {
    * 3: the window accumulators hold a UtilisationWindow (busy_pct, cpu_cores) and TvWindowAccumulator
    *    lost its busy field; a restored accumulator would lack the new object, so start clean.
    */
-  static final int STATE_LAYOUT = 3;
+  static final int STATE_LAYOUT = readLayout();
+
+  /**
+   * The number itself is kept in the resource {@code io/fleetperf/jobs/state-layout} (one line),
+   * read here and by the cluster submission in Python (fleetperf.stack.cluster.STATE_LAYOUT), which
+   * sets aside savepoints and checkpoints of another layout the same way before it restores.
+   */
+  private static int readLayout() {
+    try (InputStream in = Checkpoints.class.getResourceAsStream("state-layout")) {
+      if (in == null) {
+        throw new IllegalStateException("resource io/fleetperf/jobs/state-layout missing from the job jar");
+      }
+      return Integer.parseInt(new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
 
   static final String LAYOUT_FILE = "state-layout";
 
