@@ -1,8 +1,11 @@
 """`parse sadc` beside sysstat's own `sadf -j FILE -- -A`, same files, same run, CPU seconds (user +
 system) of a fresh process each, median of --repeat runs, start-up included: what a user sees who types
-either command. The collector runs two ways side by side: "python" (FLEETPERF_SADC_PARSER=python: the
-reader, sar's arithmetic and the JSON all in Python) and "native" (the default when the Rust module of
-sources/sysstat/native is built: items, arithmetic, range checks and JSON lines in native code). Files:
+either command. `parse sadc` runs four ways side by side: "python" (`python -m fleetperf.cli.main parse sadc`
+with FLEETPERF_SADC_PARSER=python: the reader, sar's arithmetic and the JSON all in Python), "native" (the same
+command with the Rust module of sources/sysstat/native: items, arithmetic, range checks and JSON lines in native
+code), "fleetperf-sadc" (that crate's standalone binary, no Python at all) and "./fleetperf" (what a user types:
+the launcher, which checks its stamps and runs the binary, which hands anything it does not vouch for to the
+Python command). Files:
 
 * daily: a file recorded here now by Debian's sadc (`sadc -S XALL 1 SAMPLES`), by default 144 records,
   the records of a day sampled every 10 minutes (sampled every second, to have it in minutes);
@@ -33,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SADC = Path("/usr/lib/sysstat/sadc")
 SADF = Path("/usr/bin/sadf")
+BIN = ROOT / "src" / "fleetperf" / "sources" / "sysstat" / "native" / "target" / "release" / "fleetperf-sadc"
 CORPUS = ROOT.parent / "shared" / "corpus" / "sysstat" / "binary"
 READABLE = ("data-9.1.6", "data-10.3.1", "data-11.6.5", "data-12.0.0", "data-ppc-11.7.2", "data-extra-12.1.7")
 
@@ -143,25 +147,33 @@ def main() -> None:
     one = work / "sa-one"
     if not one.exists():
         subprocess.run([str(SADC), "-S", "XALL", "1", "1", str(one)], check=True)
+    if not BIN.exists():
+        print(f"{BIN} is not built (./fleetperf builds it when cargo is there)", file=sys.stderr)
+        sys.exit(2)
     plain = env_for(ROOT, work)
     envs = {"python": plain | {"FLEETPERF_SADC_PARSER": "python"}, "native": plain}
     parse = [sys.executable, "-m", "fleetperf.cli.main", "parse", "sadc"]
-    sadf = [str(SADF), "-j"]
-    for name in envs:  # compile and cache the bytecode first (not timed)
-        child([*parse, str(one)], envs[name], ok=(0, 3))
+    binary = [str(BIN)]
+    bin_env = plain | {"FLEETPERF_SADC_ROOT": str(ROOT), "FLEETPERF_SADC_FALLBACK": sys.executable}
+    launcher = [str(ROOT / "fleetperf"), "parse", "sadc"]
+    runs = [("python", parse, envs["python"]), ("native", parse, envs["native"]), ("fleetperf-sadc", binary, bin_env),
+            ("./fleetperf", launcher, plain)]  # fmt: skip
+    for _name, cmd, env in runs:  # compile and cache the bytecode, build what the launcher builds (not timed)
+        child([*cmd, str(one)], env, ok=(0, 3))
 
     print(f"parse sadc, python vs native, beside sadf -j -- -A; CPU s (user + system), median of {args.repeat}")
-    head = (f"{'file':<20} {'MB':>6} {'records':>7} | {'command':<12} | {'CPU s':>8} {'/ sadf':>7} |"
+    head = (f"{'file':<20} {'MB':>6} {'records':>7} | {'command':<14} | {'CPU s':>8} {'/ sadf':>7} |"
             f" {'MB/CPU s':>8} | {'peak RSS MB':>11} | {'work s':>7} {'/ sadf':>7}")  # fmt: skip
     print(head)
     print("-" * len(head))
-    starts = {name: statistics.median(child([*parse, str(one)], envs[name], ok=(0, 3))[0]
-                                      for _ in range(args.repeat)) for name in envs}  # fmt: skip
+    starts = {name: statistics.median(child([*cmd, str(one)], env, ok=(0, 3))[0]
+                                      for _ in range(args.repeat)) for name, cmd, env in runs}  # fmt: skip
+    sadf = [str(SADF), "-j"]
     sadf_start = statistics.median(child([*sadf, str(one), "--", "-A"], plain)[0] for _ in range(args.repeat))
-    for name in envs:
+    for name in starts:
         r = starts[name] / sadf_start if sadf_start else float("inf")
-        print(f"{'start-up (1 record)':<20} {'':>6} {1:>7} | {name:<12} | {starts[name]:>8.3f} {r:>7.1f} |")
-    print(f"{'':<20} {'':>6} {'':>7} | {'sadf -j -A':<12} | {sadf_start:>8.3f} {1:>7.1f} |")
+        print(f"{'start-up (1 record)':<20} {'':>6} {1:>7} | {name:<14} | {starts[name]:>8.3f} {r:>7.1f} |")
+    print(f"{'':<20} {'':>6} {'':>7} | {'sadf -j -A':<14} | {sadf_start:>8.3f} {1:>7.1f} |")
 
     files = [("daily", [daily]), ("large", [large])]
     if CORPUS.is_dir():  # those this sadf reads too (it refuses the formats before 0x2175 without sadf -c)
@@ -172,8 +184,7 @@ def main() -> None:
         size = sum(p.stat().st_size for p in paths) / 1e6
         n = sum(1 for p in paths for r in open_bytes(p.read_bytes()).records() if isinstance(r, Record))
         rows = []
-        for name, cmd, env in [("python", parse, envs["python"]), ("native", parse, envs["native"]),
-                               ("sadf -j -A", sadf, plain)]:  # fmt: skip
+        for name, cmd, env in [*runs, ("sadf -j -A", sadf, plain)]:
             times, rss_max = [], 0
             for _ in range(args.repeat):
                 t = 0.0
@@ -188,7 +199,7 @@ def main() -> None:
         for i, (name, t, rss) in enumerate(rows):
             what = f"{label:<20} {size:>6.2f} {n:>7}" if i == 0 else f"{'':<20} {'':>6} {'':>7}"
             ratio = t / theirs if theirs else float("inf")
-            line = f"{what} | {name:<12} | {t:>8.3f} {ratio:>7.2f} | {size / t if t else 0:>8.1f} | {rss / 1024:>11.1f}"
+            line = f"{what} | {name:<14} | {t:>8.3f} {ratio:>7.2f} | {size / t if t else 0:>8.1f} | {rss / 1024:>11.1f}"
             if name in envs:  # the same loop in-process, after the imports (sadf's start-up is ~0.003 s)
                 env = envs[name]
                 w = statistics.median(
