@@ -45,9 +45,17 @@ type Why = String;
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let mut sink = Sink { w: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()), bytes: 0, lines: 0, tail: Vec::new() };
-    match run(&args, &mut sink) {
-        Ok(code) => exit(code),
-        Err(why) => fall_back(&args, &why, sink),
+    // a panic (a defect here) is one more thing handed over, quietly unless asked
+    let verbose = std::env::var_os("FLEETPERF_SADC_BIN_VERBOSE").is_some();
+    std::panic::set_hook(Box::new(move |info| {
+        if verbose {
+            eprintln!("fleetperf-sadc: {info}");
+        }
+    }));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&args, &mut sink))) {
+        Ok(Ok(code)) => exit(code),
+        Ok(Err(why)) => fall_back(&args, &why, sink),
+        Err(_) => fall_back(&args, "a panic in fleetperf-sadc", sink),
     }
 }
 
