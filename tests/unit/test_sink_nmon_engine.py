@@ -125,7 +125,9 @@ def expected_labels(indices: list[int]) -> list[tuple]:
 
 def stored(ch: Any, final: bool = True) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN401
     f = " FINAL" if final else ""
-    values = ch.query(f"SELECT host_id, ts, section, entity, metric, value FROM nmon_values{f}").result_rows
+    # nmon_values_v / nmon_values_raw: every value, deduplicated / as stored (sql/033)
+    view = "nmon_values_v" if final else "nmon_values_raw"
+    values = ch.query(f"SELECT host_id, ts, section, entity, metric, value FROM {view}").result_rows
     labels = ch.query(f"SELECT host_id, ts, section, entity, label, text FROM nmon_labels{f}").result_rows
     return sorted(values, key=repr), sorted(labels, key=repr)
 
@@ -186,7 +188,7 @@ def test_engine_decoded_snapshots_make_exactly_the_rows_of_the_records(warehouse
     assert stored(ch, final=False) == stored(ch)  # no key twice: nothing for FINAL to hide
 
     # the Python path (before sql/017) into the same tables after a truncate: the same rows
-    for table in ("nmon_values", "nmon_labels", "sink_batches"):
+    for table in ("nmon_sections", "nmon_values", "nmon_labels", "sink_batches"):
         ch.command(f"TRUNCATE TABLE {table}")
     _feed(_sink(settings, ch, engine=False), Consumer(), msgs, chunk=3)
     assert stored(ch) == (expected_values(list(range(6))), expected_labels(list(range(6))))
@@ -295,3 +297,54 @@ def test_a_registry_outage_holds_snapshots_without_dead_letters(warehouse: Any) 
     assert consumer.committed == {} and sink.undecodable == 0
     _feed(_sink(settings, ch), consumer, msgs, chunk=3)
     assert stored(ch) == (expected_values([0, 1, 2]), expected_labels([0, 1, 2]))
+
+
+def test_migration_033_moves_the_long_form_values_and_a_new_ingest_replaces_them(
+    embedded_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warehouse migrated up to 032 (values one row each in the nmon_values table) keeps every
+    value through sql/033: the stable views show the same rows, and the same snapshots ingested
+    again afterwards replace them instead of doubling them."""
+    import fleetperf.warehouse.clickhouse as clickhouse
+
+    older = tmp_path / "sql"
+    older.mkdir()
+    for path in clickhouse.SQL_DIR.glob("[0-9][0-9][0-9]_*.sql"):
+        if path.stem < "033":
+            (older / path.name).symlink_to(path)
+    database = "sinkeng_migration_033"
+    settings = embedded_settings(embedded_path, database)
+    with monkeypatch.context() as patch:
+        patch.setattr(clickhouse, "SQL_DIR", older)
+        ch, _ = migrate(settings)
+    try:
+        # snapshots 0-3 through the sink of 017 (long form), plus a value only the table has:
+        # a NULL among them, as the long form stored empty cells
+        msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(4)]
+        _feed(_sink(settings, ch), Consumer(), msgs, chunk=4)
+        ts = (T0 + timedelta(minutes=9)).replace(tzinfo=None)
+        ch.insert(
+            "nmon_values",
+            [["lpar7", ts, "MEM", "", "Real Free %", None], ["lpar7", ts, "MEM", "", "Virtual free %", 7.5]],
+            column_names=["host_id", "ts", "section", "entity", "metric", "value"],
+        )
+        extra = [("lpar7", ts, "MEM", "", "Real Free %", None), ("lpar7", ts, "MEM", "", "Virtual free %", 7.5)]
+        before = sorted(expected_values(list(range(4))) + extra, key=repr)
+        assert stored(ch)[0] == before  # nmon_values_v of 003 over the table
+
+        ch, ran = migrate(settings)
+        assert ran[0] == "033_nmon_values_per_section"
+        assert stored(ch) == (before, expected_labels(list(range(4))))
+        assert stored(ch, final=False)[0] == before  # moved, not copied: no row twice
+        assert ch.query("SELECT count() FROM nmon_values").result_rows == [(0,)]
+        assert ch.query("SELECT count() FROM nmon_sections").result_rows == [(3 * 4 + 1,)]
+
+        # the same snapshots again (a forced re-ingest: new offsets, new tokens) and two new ones
+        again = [Msg(TOPIC, 0, 10 + i, frame(snapshot(i))) for i in range(6)]
+        _feed(_sink(settings, ch), Consumer(), again, chunk=6)
+        after = sorted(expected_values(list(range(6))) + extra, key=repr)
+        assert stored(ch) == (after, expected_labels(list(range(6))))
+        # the per-CPU steal view reads the stable view now (026's read the table with FINAL)
+        ch.query("SELECT * FROM cpu_steal_per_cpu_minute LIMIT 1")
+    finally:
+        ch.command(f"DROP DATABASE IF EXISTS {database}")

@@ -14,7 +14,8 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   them, and the offsets are committed after the last insert of a range.
 - nmon snapshots (hundreds of values each) are not decoded here: their Avro bodies go to the engine
   as one Avro object container per batch (the writer schema from the registry, one container block
-  per message), and sql/017's views explode them into nmon_values/nmon_labels. Only when such an
+  per message), and the views of sql/017 and 033 split them into nmon_sections (one row per host,
+  section and snapshot; nmon_values_v explodes them) and nmon_labels. Only when such an
   insert fails does the sink decode each message in Python to find the broken ones (dead letters)
   and insert the rest; when none is broken the failure is transient.
 - One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
