@@ -9,11 +9,14 @@ p50/p95 of
                                    is_final derived_metrics row first seen by a query (polled
                                    every --poll-sql seconds, so up to that much late)
 
-for each mode side by side: `quiet` (NmonTail publishes a snapshot after --quiet seconds without
-growth) and `zzzz` (the old behaviour: a snapshot is published when the next ZZZZ line appears).
-Needs the local stack: ./fleetperf up (and ./fleetperf down after).
+for each mode side by side: `quiet` (what `ingest --follow` does: NmonTail publishes a snapshot
+after --quiet seconds without growth, each sample with its stream's watermark promise, so the Flink
+job closes a window as soon as the promise reaches its end; ingest/watermark.py), `nopromise` (the
+same without promises: a window closes when a sample `out_of_orderness_seconds` past its end comes)
+and `zzzz` (the oldest behaviour: a snapshot is published when the next ZZZZ line appears, no
+promises). Needs the local stack: ./fleetperf up (and ./fleetperf down after).
 
-    .venv/bin/python bench/live_latency.py --live [--minutes 4] [--interval 10] [--modes quiet zzzz]
+    .venv/bin/python bench/live_latency.py --live [--minutes 4] [--interval 10] [--modes quiet nopromise zzzz]
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from fleetperf import config  # noqa: E402
 from fleetperf.cli.sql_client import query  # noqa: E402
 from fleetperf.ingest.follow import Follower  # noqa: E402
 from fleetperf.ingest.publish import source_options  # noqa: E402
+from fleetperf.ingest.watermark import SLACK_MS  # noqa: E402
+
+PROMISING = {"quiet"}  # the modes whose samples carry watermark promises
 
 
 def header(host: str, interval: int, start: datetime) -> bytes:
@@ -154,7 +160,7 @@ def kafka_times(settings: config.Settings, run: Run) -> None:
 
 def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> Run:
     run = Run(mode, f"livebench-{mode}-{uuid.uuid4().hex[:6]}")
-    quiet = args.quiet if mode == "quiet" else -1.0
+    quiet = args.quiet if mode in ("quiet", "nopromise") else -1.0
     with tempfile.TemporaryDirectory(prefix="fleetperf-live-") as tmp:
         folder = Path(tmp)
         path = folder / f"{run.host}_{datetime.now(UTC):%y%m%d_%H%M}.nmon"
@@ -165,6 +171,7 @@ def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> R
             poll_seconds=args.poll,
             options=source_options(tz="UTC", nmon_quiet=quiet),
             status_every=0,
+            promises=mode in PROMISING,
         )
         stop = threading.Event()
         threads = [
@@ -200,17 +207,18 @@ WINDOW_MS = 60_000
 
 
 def closable_windows(run: Run, interval: int, out_of_orderness: int) -> set[int]:
-    """Ends of the windows whose every snapshot was written and that a later snapshot of the run
-    closes (its time >= end + the out-of-orderness allowance); the others are closed only by the
-    stream's idle/retain rules (a live file has no end-of-stream marker)."""
+    """Ends of the windows whose every snapshot was written and that a snapshot of the run closes:
+    its time >= end + the out-of-orderness allowance, or, in a mode with promises, its promise
+    (time + interval - SLACK_MS) >= end; the others are closed only by the stream's idle/retain
+    rules (a live file has no end-of-stream marker)."""
     per_window = WINDOW_MS // 1000 // interval
     last = max(run.written, default=0)
+    reach = max(last - out_of_orderness * 1000, last + interval * 1000 - SLACK_MS if run.mode in PROMISING else 0)
     ends = {(ts // WINDOW_MS + 1) * WINDOW_MS for ts in run.written}
     return {
         e
         for e in ends
-        if all(e - WINDOW_MS + i * interval * 1000 in run.written for i in range(per_window))
-        and last >= e + out_of_orderness * 1000
+        if all(e - WINDOW_MS + i * interval * 1000 in run.written for i in range(per_window)) and reach >= e
     }
 
 
@@ -224,22 +232,22 @@ def report(run: Run, interval: int, out_of_orderness: int) -> None:
     emitted = [run.emitted[e] - e / 1000 for e in wanted if e in run.emitted]
     nan = float("nan")
     print(
-        f"{run.mode:>6}: write -> raw row queryable   p50 {statistics.median(raw) if raw else nan:5.2f} s"
+        f"{run.mode:>9}: write -> raw row queryable   p50 {statistics.median(raw) if raw else nan:5.2f} s"
         f"  p95 {pct(raw, 0.95):5.2f} s  max {max(raw, default=nan):5.2f} s"
         f"  ({len(raw)} snapshots{f', {missing} never seen' if missing else ''})"
     )
     print(
-        f"{'':>6}    of which write -> Kafka  p50 {statistics.median(produced) if produced else nan:5.2f} s"
+        f"{'':>9}    of which write -> Kafka  p50 {statistics.median(produced) if produced else nan:5.2f} s"
         f"  p95 {pct(produced, 0.95):5.2f} s;  Kafka -> row  p50 {statistics.median(sunk) if sunk else nan:5.2f} s"
         f"  p95 {pct(sunk, 0.95):5.2f} s"
     )
     print(
-        f"{'':>6}  window end -> final window  p50 {statistics.median(final) if final else nan:5.2f} s"
+        f"{'':>9}  window end -> final window  p50 {statistics.median(final) if final else nan:5.2f} s"
         f"  p95 {pct(final, 0.95):5.2f} s  max {max(final, default=nan):5.2f} s"
         f"  ({len(final)} of {len(wanted)} closable windows seen final)"
     )
     print(
-        f"{'':>6}    of which end -> Flink emits it  p50 {statistics.median(emitted) if emitted else nan:5.2f} s"
+        f"{'':>9}    of which end -> Flink emits it  p50 {statistics.median(emitted) if emitted else nan:5.2f} s"
         f"  p95 {pct(emitted, 0.95):5.2f} s (then the checkpoint's commit and the sink)"
     )
 
@@ -247,7 +255,7 @@ def report(run: Run, interval: int, out_of_orderness: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--live", action="store_true", help="measure live latency on the running local stack")
-    p.add_argument("--modes", nargs="+", default=["quiet", "zzzz"], choices=["quiet", "zzzz"])
+    p.add_argument("--modes", nargs="+", default=["quiet", "nopromise", "zzzz"], choices=["quiet", "nopromise", "zzzz"])
     p.add_argument("--minutes", type=float, default=4.0, help="length of each mode's nmon file")
     p.add_argument("--interval", type=int, default=10, help="nmon interval in seconds")
     p.add_argument("--quiet", type=float, default=2.0, help="quiet period of the quiet mode (s)")
