@@ -11,7 +11,10 @@ generated warehouses (DIR/<hosts>x<days>x<interval>) and reuses them in later ru
 of the code under test are applied when the warehouse starts).
 
     ./fleetperf install && .venv/bin/python bench/dashboards.py [--hosts 1000] [--days 30 365]
-        [--interval 300] [--opens 3] [--keep /tmp/fleetperf-bench-dash]
+        [--interval 300] [--opens 3] [--keep /tmp/fleetperf-bench-dash] [--engine-only]
+
+--engine-only times each chart's SQL (built from dashboards/spec.py as Superset builds it) on the
+embedded engine alone: what the data layer costs, apart from Superset's and the browser's work.
 """
 
 from __future__ import annotations
@@ -148,6 +151,85 @@ def measure(state: Path, opens: int, timeout: float, cache_seconds: int | None =
     return out
 
 
+def chart_sql(key: str) -> str:
+    """A chart's query as Superset builds it from dashboards/spec.py, without the series-limit
+    pre-query and the time range ("No filter" on every dashboard but the drill-down, whose range is
+    applied here as yesterday to tomorrow)."""
+    from fleetperf.dashboards.spec import CHARTS, DASHBOARDS, DATASETS
+
+    c = CHARTS[key]
+    d = DATASETS[c.dataset]
+    where = [f"({f})" for f in c.filters]
+    board = next(b for b in DASHBOARDS if any(key in row for row in b.rows))
+    if board.time_range != "No filter" and c.time_filtered and d.time_column:
+        where.append(f"{d.time_column} >= today() - 1 AND {d.time_column} < today() + 1")
+    cond = f" WHERE {' AND '.join(where)}" if where else ""
+    if c.columns:
+        order = f" ORDER BY {c.order_by} DESC" if c.order_by else ""
+        return f"SELECT {', '.join(c.columns)} FROM {c.dataset}{cond}{order} LIMIT {c.row_limit}"
+    metrics = ", ".join(m["sqlExpression"] for m in c.metrics)
+    keys = list(c.groupby)
+    if c.viz in ("line", "area", "bar"):
+        grain = c.extra.get("time_grain_sqla") or ("P1D" if d.time_column == "day" else "PT1H")
+        trunc = {"P1D": "toStartOfDay", "PT1H": "toStartOfHour", "PT1M": "toStartOfMinute"}[grain]
+        keys.insert(0, f"{trunc}({d.time_column})")
+    group = f" GROUP BY {', '.join(keys)}" if keys else ""
+    cols = ", ".join([*keys, metrics])
+    return f"SELECT {cols} FROM {c.dataset}{cond}{group} LIMIT {c.row_limit}"
+
+
+def measure_engine(state: Path, runs: int) -> dict[str, Any]:
+    """Each chart's query on the embedded engine alone (no Superset, no browser): the first run
+    after opening the data path, then the median of `runs` more. Seconds and rows."""
+    from tests.providers import _env_overrides
+
+    os.environ.update(_env_overrides(state))
+    code = f"""
+import json, statistics, time
+from fleetperf import config
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.dashboards.spec import DASHBOARDS
+from bench.dashboards import chart_sql
+t0 = time.monotonic()
+ch, ran = migrate(config.load())
+out = {{"_migrations": {{"ran": ran, "seconds": time.monotonic() - t0}}}}
+for b in DASHBOARDS:
+    for key in (k for row in b.rows for k in row):
+        times, rows = [], 0
+        for _ in range(1 + {runs}):
+            t0 = time.monotonic()
+            rows = len(ch.query(chart_sql(key)).result_rows)
+            times.append(time.monotonic() - t0)
+        out[key] = {{"first": times[0], "median": statistics.median(times[1:]), "rows": rows}}
+print("ENGINE " + json.dumps(out), flush=True)
+"""
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    done = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("ENGINE "))
+    return json.loads(line[len("ENGINE ") :])
+
+
+def _report_engine(results: dict[int, dict[str, Any]]) -> None:
+    from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
+
+    days = list(results)
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nengine only (each chart's SQL on the embedded engine, no Superset), load average {load}")
+    head = " | ".join(f"{d} d first s | {d} d median s | {d} d rows" for d in days)
+    print(f"\n| dashboard | chart | {head} |\n|---|---|" + "---|---|---|" * len(days))
+    for b in DASHBOARDS:
+        for key in (k for row in b.rows for k in row):
+            cells = " | ".join(
+                f"{r['first']:.3f} | {r['median']:.3f} | {r['rows']}" for r in (results[d][key] for d in days)
+            )
+            print(f"| {b.title} | {CHARTS[key].title} | {cells} |")
+    for d in days:
+        total = sum(r["first"] for k, r in results[d].items() if k in CHARTS)
+        m = results[d]["_migrations"]
+        print(f"{d} d: every chart's first run summed {total:.2f}s; migrations applied at the start "
+              f"{m['ran'] or 'none'} in {m['seconds']:.0f}s")  # fmt: skip
+
+
 def _report(args: argparse.Namespace, results: dict[int, dict[str, Any]]) -> None:
     from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
 
@@ -192,9 +274,15 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the generated warehouses under this directory")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--cache-seconds", type=int, help="Superset's result cache time (default: the configured)")
+    parser.add_argument(
+        "--engine-only",
+        action="store_true",
+        help="time each chart's SQL on the embedded engine instead of opening the dashboards (no Superset)",
+    )
     args = parser.parse_args()
 
     results: dict[int, dict[str, Any]] = {}
+    engine: dict[int, dict[str, Any]] = {}
     for days in args.days:
         if args.keep:
             state = args.keep / f"{args.hosts}x{days}x{args.interval}"
@@ -208,7 +296,15 @@ def main() -> int:
             marker.write_text(datetime.now(UTC).isoformat())
         else:
             print(f"reusing {state} (generated {marker.read_text()})", flush=True)
-        results[days] = measure(state, args.opens, args.timeout, args.cache_seconds)
+        if args.engine_only:
+            engine[days] = measure_engine(state, args.opens)
+        else:
+            results[days] = measure(state, args.opens, args.timeout, args.cache_seconds)
+    if engine:
+        _report_engine(engine)
+        if args.json:
+            args.json.write_text(json.dumps({str(d): r for d, r in engine.items()}, indent=1))
+        return 0
     _report(args, results)
     if args.json:
         args.json.write_text(json.dumps({str(d): r for d, r in results.items()}, indent=1))

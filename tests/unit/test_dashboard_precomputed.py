@@ -122,6 +122,15 @@ def _compare_everything(ch) -> None:  # noqa: ANN001
         new = _chart_sql(key, c.dataset, c.metrics[0]["sqlExpression"], DATASETS[c.dataset].time_column or "")
         old = _chart_sql(key, former_ds, former_expr, "hour" if "hourly" in former_ds else "day")
         _same(ch.query(new).result_rows, ch.query(old).result_rows, key)
+    c = CHARTS["cpc_partitions"]
+    keys = ", ".join(c.groupby)
+    new = ", ".join(m["sqlExpression"] for m in c.metrics)
+    _same(
+        ch.query(f"SELECT {keys}, {new} FROM {c.dataset} GROUP BY {keys} ORDER BY {keys}").result_rows,
+        ch.query(f"SELECT {keys}, avg(busy_pct), count(DISTINCT cpu) FROM lpar_cpus_v GROUP BY {keys} "
+                 f"ORDER BY {keys}").result_rows,
+        "cpc_partitions",
+    )  # fmt: skip
     _same(ch.query("SELECT * FROM frame_pool_size ORDER BY frame").result_rows,
           ch.query(_POOL_FORMER).result_rows, "frame_pool_size")  # fmt: skip
     _same(ch.query(f"SELECT {_SIZING_COLUMNS} FROM lpar_sizing ORDER BY entity_id").result_rows,
@@ -171,6 +180,7 @@ def upgraded(embedded_path: Path):  # noqa: ANN201
     ch.command(_ENTITY_DAILY_FORMER)
     # no scheduled refresh during the test: the keys changed below stay pending until it asks for one
     ch.command("SYSTEM STOP VIEW metrics_daily_final_refresh")
+    ch.command("SYSTEM STOP VIEW lpar_cpu_daily_refresh")
     return ch
 
 
@@ -229,20 +239,33 @@ def test_new_windows_count_at_once_and_after_the_refresh(upgraded) -> None:  # n
     columns = ["entity_id", "entity_name", "metric", "window_start", "window_end", "value", "samples", "is_final",
                "emitted_at"]  # fmt: skip
     ch.insert("derived_metrics", rows, column_names=columns)
+    # a partition sample ingested again with other %Busy (FINAL keeps the newer), and one of a new day
+    ch.command(
+        "INSERT INTO lpar_samples SELECT * REPLACE (arrayMap(c -> (c.1, c.2, 99.0, c.4, c.5, c.6, c.7), cpus) AS "
+        "cpus, now64(3) AS ingested_at) FROM (SELECT * FROM lpar_samples WHERE toDate(ts) = '2026-03-04' LIMIT 1)"
+    )
+    ch.command(
+        "INSERT INTO lpar_samples SELECT * REPLACE (ts + INTERVAL 9 DAY AS ts, now64(3) AS ingested_at) "
+        "FROM (SELECT * FROM lpar_samples WHERE toDate(ts) = '2026-03-04' LIMIT 1)"
+    )
     # one refresh later (the scheduled ones are stopped): until then the day shows its former figures
     shown = (
         "SELECT max_value FROM entity_daily WHERE entity_id = {e:String} AND metric = 'physc' AND day = '2026-03-04'"
     )
     assert ch.query(shown, parameters={"e": ids["physc"]}).result_rows[0][0] < 97.5
     before = ch.query("SELECT max(computed_at) FROM metrics_daily_final").result_rows[0][0]
-    ch.command("SYSTEM START VIEW metrics_daily_final_refresh")
-    ch.command("SYSTEM REFRESH VIEW metrics_daily_final_refresh")
-    ch.command("SYSTEM WAIT VIEW metrics_daily_final_refresh")
+    new_day = "SELECT count() FROM lpar_cpus_daily WHERE day = '2026-03-13'"
+    assert ch.query(new_day).result_rows[0][0] == 0  # one refresh later
+    for view in ("metrics_daily_final_refresh", "lpar_cpu_daily_refresh"):
+        ch.command(f"SYSTEM START VIEW {view}")
+        ch.command(f"SYSTEM REFRESH VIEW {view}")
+        ch.command(f"SYSTEM WAIT VIEW {view}")
     fresh = ch.query(
         "SELECT count() FROM metrics_daily_final FINAL WHERE computed_at > {t:DateTime64(3, 'UTC')}",
         parameters={"t": before},
     ).result_rows[0][0]
     assert fresh == 8  # the refresh finalised exactly the changed keys
     assert ch.query(shown, parameters={"e": ids["physc"]}).result_rows == [(97.5,)]
+    assert ch.query(new_day).result_rows[0][0] > 0
     _compare_everything(ch)
     _independent(ch)

@@ -79,6 +79,11 @@ DATASETS = {
             " (IBM Power Systems Performance Guide, LPAR entitlement).",
         ),
         Dataset(
+            "lpar_cpus_daily",
+            "day",
+            "Per CPC partition, CPU type and day: sum and count of %Busy, the logical CPUs (FCX126; sql/035).",
+        ),
+        Dataset(
             "lpar_cpus_v",
             "ts",
             "Logical processors of the CPC's partitions (FCX126).",
@@ -281,8 +286,12 @@ CHARTS = {
             "cpc_partitions",
             "CPC partitions: mean %Busy per logical CPU (FCX126)",
             "table",
-            "lpar_cpus_v",
-            (sql_metric("avg(busy_pct)", "mean %Busy"), sql_metric("count(DISTINCT cpu)", "logical CPUs")),
+            "lpar_cpus_daily",
+            # = avg(busy_pct), count(DISTINCT cpu) of lpar_cpus_v (tests/unit/test_dashboard_precomputed.py)
+            (
+                sql_metric("sum(busy_sum) / sum(busy_n)", "mean %Busy"),
+                sql_metric("length(groupUniqArrayArray(cpus))", "logical CPUs"),
+            ),
             ("cpc", "partition", "cpu_type"),
         ),
         # POWER
