@@ -17,7 +17,7 @@ file is changed per measurement), and each stage is printed:
 MB are of the nmon file; values are the collector's count. Medians over --runs. Needs the
 third-party corpus (../shared/corpus) for the AIX file it grows, or --file.
 
-    PYTHONPATH=src .venv/bin/python bench/backfill.py --copies 40 --runs 3
+    PYTHONPATH=src .venv/bin/python bench/backfill.py --copies 40 --runs 3 --modes long after
 """
 
 from __future__ import annotations
@@ -42,12 +42,17 @@ from fleetperf.config import Settings  # noqa: E402
 
 # Sink(engine_decode=..., overlap=...): "before" decodes every record in Python (before sql/017),
 # "serial" lets the engine decode nmon snapshots but inserts each batch before reading on,
-# "after" also reads and cuts the next batch while the writer thread inserts the last one
+# "after" also reads and cuts the next batch while the writer thread inserts the last one;
+# "long" is "after" on a warehouse migrated up to 032 (sql/017's long form: one row per value in
+# the nmon_values table), the others have sql/033 (one row per host, section and snapshot)
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
     "after": {"engine_decode": True, "overlap": True},
+    "long": {"engine_decode": True, "overlap": True},
 }
+# the newest migration a mode's warehouse gets (None: all)
+MIGRATED_UP_TO = {"long": "032"}
 
 
 def free_port() -> int:
@@ -131,13 +136,30 @@ def start_group_at(settings: Settings, group: str, offsets: list[Any]) -> None:
         c.close()
 
 
+def migrated(settings: Settings, up_to: str | None) -> Any:  # noqa: ANN401 - a clickhouse-connect Client
+    """The warehouse migrated with every sql/NNN_*.sql, or only up to NNN = `up_to`."""
+    import fleetperf.warehouse.clickhouse as clickhouse
+
+    if up_to is None:
+        return clickhouse.migrate(settings)[0]
+    every = clickhouse.SQL_DIR
+    with tempfile.TemporaryDirectory(prefix="fleetperf-bench-sql-") as older:
+        for path in every.glob("[0-9][0-9][0-9]_*.sql"):
+            if path.stem[:3] <= up_to:
+                (Path(older) / path.name).symlink_to(path)
+        clickhouse.SQL_DIR = Path(older)
+        try:
+            return clickhouse.migrate(settings)[0]
+        finally:
+            clickhouse.SQL_DIR = every
+
+
 class SinkRun:
     """A sink of one mode on a fresh database and consumer group starting at `offsets`."""
 
     def __init__(self, env: dict[str, str], mode: str, offsets: list[Any]) -> None:
         import clickhouse_connect
 
-        from fleetperf.warehouse.clickhouse import migrate
         from fleetperf.warehouse.sink import Sink
 
         self.database = f"bench_{mode}_{uuid.uuid4().hex[:8]}"
@@ -145,7 +167,8 @@ class SinkRun:
         self.settings = config.load(
             {**env, "FLEETPERF__CLICKHOUSE__DATABASE": self.database, "FLEETPERF__WAREHOUSE__GROUP_ID": group}
         )
-        self.ch, _ = migrate(self.settings)
+        self.long_form = mode in MIGRATED_UP_TO
+        self.ch = migrated(self.settings, MIGRATED_UP_TO.get(mode))
         # queries on a client of their own: the sink's client serialises its calls
         self.q = clickhouse_connect.get_client(
             interface="chdb", path=str(self.settings.chdb_path), database=self.database
@@ -166,7 +189,15 @@ class SinkRun:
         self.thread.start()
 
     def values(self, host: str) -> int:
-        return int(self.q.command(f"SELECT count() FROM nmon_values WHERE host_id = '{host}'"))
+        """Values stored for the host, not deduplicated (a merge may not have run yet). Polled 4
+        times a second: on nmon_sections the count of the values' arrays (37 ms of CPU for 6 M
+        values; counting the rows of nmon_values_raw explodes them all: 305 ms, which took a core
+        of the stack being measured)."""
+        if self.long_form:
+            sql = f"SELECT count() FROM nmon_values WHERE host_id = '{host}'"
+        else:
+            sql = f"SELECT sum(length(arrayFlatten(rows.values))) FROM nmon_sections WHERE host_id = '{host}'"
+        return int(self.q.command(sql))
 
     def derived(self, host: str, last_ts: str) -> tuple[bool, float | None]:
         """(every window of the host final and the last snapshot's window among them, newest emitted_at)."""

@@ -45,6 +45,18 @@ def _nmon_snapshot(record: dict[str, Any]) -> Iterator[tuple[str, Row]]:
                 yield "nmon_labels", [host, ts, section, entity, label, text]
 
 
+# The Null table the views of sql/017 and 033 read: the Python path (engine_decode=False) inserts
+# the snapshots it decoded there, so both paths store through the same views (one row per host,
+# section and snapshot in nmon_sections; the long-form rows above only validate the record).
+NMON_SNAPSHOT_IN_COLUMNS = ["host_id", "ts", "rows"]
+
+
+def nmon_snapshot_in_row(record: dict[str, Any]) -> Row:
+    """An NmonSnapshot as a row of nmon_snapshots_in (rows: tuples in the table's field order)."""
+    rows = [(r["section"], r["entities"], r["metrics"], r["values"], r.get("labels") or {}) for r in record["rows"]]
+    return [record["host_id"], record["ts"], rows]
+
+
 _LPAR_CPU_FIELDS = ("cpu", "cpu_type", "busy_pct", "ovhd_pct", "susp_pct", "vmld_pct", "logld_pct")
 
 
@@ -61,7 +73,11 @@ _CONVERT = {"lpar_samples": _tuples_of("cpus", _LPAR_CPU_FIELDS)}
 
 class RowMapper:
     def __init__(self, settings: Settings) -> None:
-        self.columns: dict[str, list[str]] = {"nmon_values": NMON_VALUE_COLUMNS, "nmon_labels": NMON_LABEL_COLUMNS}
+        self.columns: dict[str, list[str]] = {
+            "nmon_values": NMON_VALUE_COLUMNS,
+            "nmon_labels": NMON_LABEL_COLUMNS,
+            "nmon_snapshots_in": NMON_SNAPSHOT_IN_COLUMNS,
+        }
         self.builders: dict[str, Builder] = {}
         self.dead_letter_topic = settings.topic("dead_letters").name
         for topic in settings.topics.values():

@@ -47,7 +47,7 @@ from fastavro import parse_schema, schemaless_reader
 
 from fleetperf.config import Settings
 from fleetperf.kafka_avro import kafka_client_config, registry_client
-from fleetperf.warehouse.rows import RowMapper
+from fleetperf.warehouse.rows import RowMapper, nmon_snapshot_in_row
 
 log = logging.getLogger("fleetperf.sink")
 
@@ -230,7 +230,8 @@ class Sink:
         engine_decode: bool = True,
         overlap: bool = True,
     ) -> None:
-        """`engine_decode=False` decodes every topic in Python as before sql/017; `overlap=False`
+        """`engine_decode=False` decodes every topic in Python as before sql/017 (nmon snapshots then
+        go to nmon_snapshots_in as columns, the views store them as for the engine); `overlap=False`
         inserts each batch in the consumer thread before reading on (bench/backfill.py measures
         the three in one run)."""
         self.s = settings
@@ -238,6 +239,7 @@ class Sink:
         self.topics = [t.name for t in settings.topics.values()]
         self.mapper = RowMapper(settings)
         self.columns = self.mapper.columns
+        self.nmon_topic = settings.topic("nmon_snapshots").name
         self.engine_tables: dict[str, str] = {}
         if engine_decode:
             self.engine_tables = {
@@ -437,6 +439,8 @@ class Sink:
                 produced = list(self.mapper.rows(topic, record, msg.partition(), offset))
             except Exception as exc:  # noqa: BLE001 - a record that decodes but makes no row
                 raise UndecodableError(f"decoded but makes no row: {exc!r}") from exc
+            if topic == self.nmon_topic:  # stored through the views as the engine path stores it
+                produced = [("nmon_snapshots_in", nmon_snapshot_in_row(record))]
         except UndecodableError as exc:
             self.undecodable += 1
             produced = [("dead_letters", self._dead_letter(msg, str(exc)))]
