@@ -348,3 +348,25 @@ def test_migration_033_moves_the_long_form_values_and_a_new_ingest_replaces_them
         ch.query("SELECT * FROM cpu_steal_per_cpu_minute LIMIT 1")
     finally:
         ch.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+def test_a_key_a_snapshot_repeats_is_kept_as_published_by_both_paths(warehouse: Any) -> None:
+    """A header with empty column names (linux_fc21_nmon15h_nmon2influxdb's NETPACKET) gives one
+    snapshot the same (entity, metric) twice. The long form kept one of them (whichever the merge
+    chose); one row per section keeps every value the collector published, on both paths."""
+    settings, ch = warehouse
+    record = snapshot(0)
+    record["rows"].append(
+        {"section": "NETPACKET", "entities": ["", "", "lo"], "metrics": ["", "", "read/s"], "values": [1.0, 2.0, 3.0]}
+    )
+    record["rows"][-1]["labels"] = {}
+    ts = T0.replace(tzinfo=None)
+    repeated = [("lpar7", ts, "NETPACKET", "", "", 1.0), ("lpar7", ts, "NETPACKET", "", "", 2.0)]
+    expected = sorted([*expected_values([0]), *repeated, ("lpar7", ts, "NETPACKET", "lo", "read/s", 3.0)], key=repr)
+    for engine in (True, False):
+        _feed(_sink(settings, ch, engine=engine), Consumer(), [Msg(TOPIC, 0, 0, frame(record))], chunk=1)
+        assert stored(ch)[0] == expected
+        ch.command("OPTIMIZE TABLE nmon_sections FINAL")
+        assert stored(ch, final=False)[0] == expected
+        for table in ("nmon_sections", "nmon_labels", "sink_batches"):
+            ch.command(f"TRUNCATE TABLE {table}")
