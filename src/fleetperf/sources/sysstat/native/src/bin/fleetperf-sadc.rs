@@ -22,8 +22,8 @@
 
 use fleetperf_sadc_native::layouts_2175 as lay;
 use fleetperf_sadc_native::{
-    compute_sections, interval_of, json_string, parse_format, rd32, rd64, stats_inner, ActData, ActSpec, Ctx,
-    Lines, Seg, Spec, StatsResult, View,
+    compute_sections, interval_of, json_string, parse_format, rd32, rd64, stats_inner, ActData, ActSpec, Ctx, Lines,
+    Seg, Spec, StatsResult, View,
 };
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::OsString;
@@ -44,7 +44,12 @@ type Why = String;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let mut sink = Sink { w: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()), bytes: 0, lines: 0, tail: Vec::new() };
+    let mut sink = Sink {
+        w: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        bytes: 0,
+        lines: 0,
+        tail: Vec::new(),
+    };
     // a panic (a defect here) is one more thing handed over, quietly unless asked
     let verbose = std::env::var_os("FLEETPERF_SADC_BIN_VERBOSE").is_some();
     std::panic::set_hook(Box::new(move |info| {
@@ -110,7 +115,9 @@ fn fall_back(args: &[OsString], why: &str, mut sink: Sink) -> ! {
         exit(2);
     };
     let mut cmd = Command::new(&python);
-    cmd.args(["-m", "fleetperf.cli.main", "parse", "sadc"]).args(args).env("FLEETPERF_SADC_BIN_FELL_BACK", why);
+    cmd.args(["-m", "fleetperf.cli.main", "parse", "sadc"])
+        .args(args)
+        .env("FLEETPERF_SADC_BIN_FELL_BACK", why);
     if sink.bytes == 0 {
         let err = cmd.exec(); // nothing written yet: the Python command in this process
         eprintln!("fleetperf-sadc: cannot start {}: {err}", python.to_string_lossy());
@@ -158,14 +165,20 @@ fn fall_back(args: &[OsString], why: &str, mut sink: Sink) -> ! {
         );
         exit(1);
     }
-    if let Err(e) = sink.w.write_all(&rest).and_then(|_| std::io::copy(&mut from, &mut sink.w).map(|_| ())) {
+    if let Err(e) = sink
+        .w
+        .write_all(&rest)
+        .and_then(|_| std::io::copy(&mut from, &mut sink.w).map(|_| ()))
+    {
         gone(e);
     }
     if let Err(e) = sink.w.flush() {
         gone(e);
     }
     drop(from);
-    let status = child.wait().map_or(1, |s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
+    let status = child
+        .wait()
+        .map_or(1, |s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
     exit(status)
 }
 
@@ -208,7 +221,12 @@ fn run(args: &[OsString], sink: &mut Sink) -> Result<i32, Why> {
     for f in &files {
         let handle = File::open(f).map_err(|e| format!("{f}: {e}"))?;
         let size = handle.metadata().map_err(|e| format!("{f}: {e}"))?.len() as usize;
-        let mut win = Win { f: handle, size, base: 0, buf: Vec::new() };
+        let mut win = Win {
+            f: handle,
+            size,
+            base: 0,
+            buf: Vec::new(),
+        };
         file(f, &mut win, &topics, sink, &mut counts)?;
     }
     if let Err(e) = sink.w.flush() {
@@ -217,7 +235,11 @@ fn run(args: &[OsString], sink: &mut Sink) -> Result<i32, Why> {
     let mut keys: Vec<_> = counts.into_iter().collect();
     keys.sort();
     let made: Vec<String> = keys.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let made = if made.is_empty() { "no records".to_string() } else { made.join(", ") };
+    let made = if made.is_empty() {
+        "no records".to_string()
+    } else {
+        made.join(", ")
+    };
     eprintln!("{} files: {made}; 0 errors, 0 files unreadable", files.len());
     Ok(0)
 }
@@ -238,7 +260,10 @@ fn topics(path: &str) -> Result<HashMap<&'static str, String>, Why> {
             if section == format!("[topics.{key}]") {
                 if let Some(v) = t.strip_prefix("name") {
                     let v = v.trim_start().strip_prefix('=').ok_or("topic name line")?.trim();
-                    let inner = v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).ok_or("topic name spelling")?;
+                    let inner = v
+                        .strip_prefix('"')
+                        .and_then(|v| v.strip_suffix('"'))
+                        .ok_or("topic name spelling")?;
                     if inner.contains(['"', '\\']) || !inner.bytes().all(|b| (b' '..=b'~').contains(&b)) {
                         return Err("topic name spelling".into());
                     }
@@ -383,7 +408,7 @@ struct Header {
     hz: u64,
     ust_time: u64,
     cpu_nr: u32,
-    names: [String; 4], // sysname, nodename, release, machine
+    names: [String; 4],                  // sysname, nodename, release, machine
     acts: Vec<(u32, u32, String, bool)>, // id, magic, name, read (a layout we have)
     spec: Spec,
     rec_size: usize,
@@ -404,11 +429,21 @@ fn cstr(raw: &[u8]) -> Result<String, Why> {
 
 /// reader.py's `_grouped_decoder`: the struct format (padded to the item size, as `_Decoder.items`), the
 /// numeric fields' names and the char arrays' names; None when the fields do not fit the size
-fn grouped(g: &lay::Grouped, types: [u32; 3], size: usize, big: bool, sl: usize) -> Option<(String, Vec<String>, Vec<String>)> {
+fn grouped(
+    g: &lay::Grouped,
+    types: [u32; 3],
+    size: usize,
+    big: bool,
+    sl: usize,
+) -> Option<(String, Vec<String>, Vec<String>)> {
     let mut fmt = String::from(if big { ">" } else { "<" });
     let mut names = Vec::new();
     let lf = if sl == 8 { 'Q' } else { 'I' };
-    for (count, known, code, width) in [(types[0] as usize, g.ull, 'Q', 8usize), (types[1] as usize, g.ul, lf, sl), (types[2] as usize, g.u, 'I', 4)] {
+    for (count, known, code, width) in [
+        (types[0] as usize, g.ull, 'Q', 8usize),
+        (types[1] as usize, g.ul, lf, sl),
+        (types[2] as usize, g.u, 'I', 4),
+    ] {
         let take = count.min(known.len());
         for _ in 0..take {
             fmt.push(code);
@@ -473,7 +508,11 @@ fn header(win: &Win) -> Result<Header, Stop> {
     if sizeof_long != 4 && sizeof_long != 8 {
         return Err(Stop::Bail("sizeof(long)".into()));
     }
-    let hz = if sizeof_long == 8 { r.u64(h + 8) } else { r.u32(h + 8) as u64 };
+    let hz = if sizeof_long == 8 {
+        r.u64(h + 8)
+    } else {
+        r.u32(h + 8) as u64
+    };
     let mut names: [String; 4] = Default::default();
     for (i, n) in names.iter_mut().enumerate() {
         *n = cstr(&d[c + 3 + i * utsname..c + 3 + (i + 1) * utsname])?;
@@ -501,7 +540,12 @@ fn header(win: &Win) -> Result<Header, Stop> {
     for _ in 0..act_nr {
         r.need(off, act_size)?;
         let (aid, magic) = (r.u32(off), r.u32(off + 4));
-        let (nr, nr2, has_nr, size) = (r.i32(off + 8) as i64, r.i32(off + 12) as i64, r.i32(off + 16), r.i32(off + 20) as i64);
+        let (nr, nr2, has_nr, size) = (
+            r.i32(off + 8) as i64,
+            r.i32(off + 12) as i64,
+            r.i32(off + 16),
+            r.i32(off + 20) as i64,
+        );
         let types = [r.u32(off + 24), r.u32(off + 28), r.u32(off + 32)];
         if !(0 <= nr && nr <= lay::NR_MAX && 0 < nr2 && nr2 <= lay::NR2_MAX && 0 < size && size <= lay::MAX_ITEM_SIZE)
             || nr * nr2 > lay::NR_MAX
@@ -518,16 +562,39 @@ fn header(win: &Win) -> Result<Header, Stop> {
             Some(g) => {
                 let (fmt, fields, chars) = grouped(g, types, size as usize, big, sizeof_long as usize)
                     .ok_or_else(|| Stop::Bail(format!("activity {name}: a description its fields do not fit")))?;
-                let required = lay::REQUIRED.iter().find(|(k, _)| *k == aid).map_or(&[][..], |(_, r)| *r);
-                if required.iter().any(|n| !fields.iter().any(|f| f == n) && !chars.iter().any(|f| f == n)) {
-                    return Err(Stop::Bail(format!("activity {name}: a description without a field it needs")));
+                let required = lay::REQUIRED
+                    .iter()
+                    .find(|(k, _)| *k == aid)
+                    .map_or(&[][..], |(_, r)| *r);
+                if required
+                    .iter()
+                    .any(|n| !fields.iter().any(|f| f == n) && !chars.iter().any(|f| f == n))
+                {
+                    return Err(Stop::Bail(format!(
+                        "activity {name}: a description without a field it needs"
+                    )));
                 }
-                Some(parse_format(&fmt, &fields, &chars, size).map_err(|e| Stop::Bail(format!("activity {name}: {e}")))?)
+                Some(
+                    parse_format(&fmt, &fields, &chars, size)
+                        .map_err(|e| Stop::Bail(format!("activity {name}: {e}")))?,
+                )
             }
         };
-        let item_max = lay::ITEM_MAX.iter().find(|(k, _)| *k == aid).map_or(lay::NR_MAX, |(_, m)| *m);
+        let item_max = lay::ITEM_MAX
+            .iter()
+            .find(|(k, _)| *k == aid)
+            .map_or(lay::NR_MAX, |(_, m)| *m);
         acts.push((aid, magic, name.clone(), dec.is_some()));
-        specs.push(ActSpec { aid, name, nr, nr2, size, has_nr: has_nr != 0, item_max, dec });
+        specs.push(ActSpec {
+            aid,
+            name,
+            nr,
+            nr2,
+            size,
+            has_nr: has_nr != 0,
+            item_max,
+            dec,
+        });
         off += act_size;
     }
     if extra_next != 0 {
@@ -635,18 +702,29 @@ fn record(r: &Reader, hd: &Header, t: &mut Times, off: usize) -> Result<Rec, Sto
     } else {
         return Err(Stop::Bail(format!("unknown record type {rtype} at offset {off}")));
     };
-    Ok(Rec { kind, offset: off, end: body, uptime_cs, ust_time, real_clock: false })
+    Ok(Rec {
+        kind,
+        offset: off,
+        end: body,
+        uptime_cs,
+        ust_time,
+        real_clock: false,
+    })
 }
 
 /// reader.py's `_clock_disagrees` (a 0x2175 file: the only format read here)
 fn clock_disagrees(t: &Times, rec: &Rec) -> bool {
-    let Some((uptime, time)) = t.last_stats else { return false };
+    let Some((uptime, time)) = t.last_stats else {
+        return false;
+    };
     if !matches!(rec.kind, Kind::Stats(_)) || !t.seconds_agree {
         return false;
     }
     let itv = rec.uptime_cs as i128 - uptime as i128;
     let clock = rec.ust_time as i64 - time as i64;
-    itv <= 0 || (itv as f64 / 100.0 - clock as f64).abs() > lay::CLOCK_SLACK_S + lay::CLOCK_SLACK_RATIO * (clock.abs() as f64)
+    itv <= 0
+        || (itv as f64 / 100.0 - clock as f64).abs()
+            > lay::CLOCK_SLACK_S + lay::CLOCK_SLACK_RATIO * (clock.abs() as f64)
 }
 
 /// One file: records.py's `_emitted` (host config, then each interval's lines), appended to `out`
@@ -664,7 +742,11 @@ fn file(
         return Err("a path whose name is not its last part".into());
     }
     let [sysname, nodename, release, machine] = &hd.names;
-    let host_id = if nodename.is_empty() { "unknown" } else { nodename.as_str() };
+    let host_id = if nodename.is_empty() {
+        "unknown"
+    } else {
+        nodename.as_str()
+    };
     let trusted = hd.version3.0 >= 7; // records.steal_trusted
     let (j, jh, jn) = (json_string, json_string(host_id), json_string(name));
     // rates.memused_rule of the file's version (parse_version gives three numbers: the header's bytes)
@@ -708,12 +790,20 @@ fn file(
         ("sysstat_format", "0x2175".to_string()),
         ("byte_order", if hd.big { "big" } else { "little" }.to_string()),
         ("sizeof_long", hd.sizeof_long.to_string()),
-        ("activities", hd.acts.iter().map(|a| a.2.as_str()).collect::<Vec<_>>().join(",")),
+        (
+            "activities",
+            hd.acts.iter().map(|a| a.2.as_str()).collect::<Vec<_>>().join(","),
+        ),
     ];
     if hd.hz != 0 {
         attrs.push(("hz", hd.hz.to_string()));
     }
-    let unread: Vec<String> = hd.acts.iter().filter(|a| !a.3).map(|a| format!("{}@0x{:02x}", a.2, a.1)).collect();
+    let unread: Vec<String> = hd
+        .acts
+        .iter()
+        .filter(|a| !a.3)
+        .map(|a| format!("{}@0x{:02x}", a.2, a.1))
+        .collect();
     if !unread.is_empty() {
         attrs.push(("unread_activities", unread.join(",")));
     }
@@ -728,18 +818,37 @@ fn file(
     *counts.entry("host_configs").or_default() += 1;
 
     // reader.py's records() over a complete file, records.py's Collector.feed
-    let mut t = Times { header_time: hd.ust_time as i64, last_time: None, seconds_agree: false, ss_last: false, last_stats: None };
+    let mut t = Times {
+        header_time: hd.ust_time as i64,
+        last_time: None,
+        seconds_agree: false,
+        ss_last: false,
+        last_stats: None,
+    };
     let mut prev: Option<Rec> = None;
     let mut pos = hd.data_offset;
     while pos < win.size {
         win.slide(pos);
-        let mut rec = with_more(win, |w| record(&Reader { d: &w.buf, base: w.base, big: hd.big }, &hd, &mut t, pos))?;
+        let mut rec = with_more(win, |w| {
+            record(
+                &Reader {
+                    d: &w.buf,
+                    base: w.base,
+                    big: hd.big,
+                },
+                &hd,
+                &mut t,
+                pos,
+            )
+        })?;
         let near = |u: i64| t.header_time - lay::RECORD_TIME_BEFORE <= u && u <= t.header_time + lay::RECORD_TIME_AFTER;
         if t.last_time.is_none() && !near(rec.ust_time as i64) {
             return Err(format!("first record far from the file's time at offset {pos}"));
         }
         if clock_disagrees(&t, &rec) {
-            return Err(format!("record time and uptime disagree with the last record's at offset {pos}"));
+            return Err(format!(
+                "record time and uptime disagree with the last record's at offset {pos}"
+            ));
         }
         // _accept
         if t.last_time.is_none() {
@@ -787,12 +896,38 @@ fn interval(
     if !plausible {
         return Err(format!("an implausible interval at offset {}", cur.offset));
     }
-    let (Kind::Stats(pa), Kind::Stats(ca)) = (&prev.kind, &cur.kind) else { unreachable!() };
-    let (pv, cv) = (View { spec: &hd.spec, acts: pa }, View { spec: &hd.spec, acts: ca });
+    let (Kind::Stats(pa), Kind::Stats(ca)) = (&prev.kind, &cur.kind) else {
+        unreachable!()
+    };
+    let (pv, cv) = (
+        View {
+            spec: &hd.spec,
+            acts: pa,
+        },
+        View {
+            spec: &hd.spec,
+            acts: ca,
+        },
+    );
     let ts = cur.ust_time as i64 * 1000;
     let itv_s = itv as f64 / 100.0;
-    let r = interval_of(ctx, &pv, &cv, itv, true, Some(lines), ts, Some(itv_s), cur.offset as i64)
-        .ok_or_else(|| format!("an interval the native arithmetic leaves to Python at offset {}", cur.offset))?;
+    let r = interval_of(
+        ctx,
+        &pv,
+        &cv,
+        itv,
+        true,
+        Some(lines),
+        ts,
+        Some(itv_s),
+        cur.offset as i64,
+    )
+    .ok_or_else(|| {
+        format!(
+            "an interval the native arithmetic leaves to Python at offset {}",
+            cur.offset
+        )
+    })?;
     // judged whole before a line goes out: a hand-over then starts at the interval's first line
     if r.segments.iter().any(|seg| !matches!(seg, Seg::Lines(..))) {
         return Err(format!("a row out of range at offset {}", cur.offset));
