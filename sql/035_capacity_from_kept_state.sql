@@ -131,19 +131,29 @@ FROM lpar_samples;
 
 -- what is stored already
 INSERT INTO lpar_cpu_daily
-SELECT lpar_id, cpc, partition, cpu_type, toDate(ts), sum(busy_pct), count(busy_pct), groupUniqArray(cpu), now64(3, 'UTC')
+SELECT lpar_id, cpc, partition, cpu_type, toDate(ts), ifNull(sum(busy_pct), 0), count(busy_pct), groupUniqArray(cpu),
+       now64(3, 'UTC')
 FROM lpar_cpus_v
 GROUP BY lpar_id, cpc, partition, cpu_type, toDate(ts);
 
+-- reads lpar_samples itself (lpar_cpus_v's FINAL and ARRAY JOIN), not the view: on a cluster each
+-- shard's refresh then reads its own samples (cluster_ddl.py points a materialized view at the
+-- _local tables), not the whole cluster's
 CREATE MATERIALIZED VIEW IF NOT EXISTS lpar_cpu_daily_refresh
 REFRESH EVERY 15 SECOND APPEND TO lpar_cpu_daily AS
 SELECT
-    lpar_id, cpc, partition, cpu_type, toDate(ts) AS day, sum(busy_pct) AS busy_sum, count(busy_pct) AS busy_n,
-    groupUniqArray(cpu) AS cpus, now64(3, 'UTC') AS computed_at
-FROM lpar_cpus_v
-WHERE (lpar_id, toDate(ts)) IN (
-    SELECT lpar_id, day FROM lpar_changes
-    WHERE changed_at >= (SELECT max(computed_at) FROM lpar_cpu_daily) - INTERVAL 1 MINUTE)
+    lpar_id, cpc, partition, c.cpu_type AS cpu_type, toDate(ts) AS day, ifNull(sum(c.busy_pct), 0) AS busy_sum,
+    count(c.busy_pct) AS busy_n, groupUniqArray(c.cpu) AS cpus, now64(3, 'UTC') AS computed_at
+FROM
+(
+    -- the array renamed: `cpus` names the result column here
+    SELECT lpar_id, cpc, partition, ts, cpus AS cpu_list
+    FROM lpar_samples FINAL
+    WHERE (lpar_id, toDate(ts)) IN (
+        SELECT lpar_id, day FROM lpar_changes
+        WHERE changed_at >= (SELECT max(computed_at) FROM lpar_cpu_daily) - INTERVAL 1 MINUTE)
+)
+ARRAY JOIN cpu_list AS c
 GROUP BY lpar_id, cpc, partition, cpu_type, day;
 
 CREATE OR REPLACE VIEW lpar_cpus_daily AS
