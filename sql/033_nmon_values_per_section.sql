@@ -52,7 +52,7 @@ FROM
     SELECT
         host_id,
         ts,
-        g[1].section AS section,
+        tupleElement(g[1], 'section') AS section,
         arrayMap(r -> (r.entities, r.metrics, r.values), g) AS section_rows
     FROM
     (
@@ -66,7 +66,7 @@ FROM
     ARRAY JOIN arraySplit(
         (r, starts) -> starts,
         sorted,
-        arrayMap((r, i) -> i = 1 OR r.section != sorted[i - 1].section, sorted, arrayEnumerate(sorted))) AS g
+        arrayMap((r, i) -> i = 1 OR r.section != tupleElement(sorted[i - 1], 'section'), sorted, arrayEnumerate(sorted))) AS g
 );
 
 -- Labels: the rows that have any are kept before the explode (7 of 129 per AIX snapshot).
