@@ -1,10 +1,11 @@
 """Backfill end to end (issue 24 goal 1): an nmon file -> collector -> Kafka -> Flink -> Kafka ->
 sink -> ClickHouse, on a local stack of its own (Kafka, registry and the Flink job started here as
 `./fleetperf up` starts them; the sink runs in this process on its own embedded ClickHouse, as it
-runs in the warehouse process). The sink as it was (every record decoded in Python, one row per
-value built in Python) and as it is (nmon snapshots decoded and exploded by the engine, sql/017)
-are measured side by side in one run, each on a host it has not seen (the serial number of the
-file is changed per measurement), and each stage is printed:
+runs in the warehouse process). Sinks of several modes (MODES: every record decoded in Python;
+nmon snapshots decoded by the engine into one row per value, sql/017, on a warehouse migrated up
+to 032: "long"; or into one row per host, section and snapshot, sql/033: "after") are measured
+side by side in one run, each on a host it has not seen (the serial number of the file is changed
+per measurement), and each stage is printed:
 
 - collector -> Kafka: `ingest` of the file until every record is acknowledged (the sink consumes
   meanwhile, as in a real backfill);
