@@ -153,10 +153,11 @@ class NmonTail(Tail):
     that nmon writes only after the quiet period is a dead letter (no ZZZZ of its own), so the
     quiet period must exceed the longest pause nmon makes inside a snapshot (milliseconds).
 
-    The Flink job closes a window when its stream's newest sample is `out_of_orderness_seconds`
-    past the window end (stream-jobs/README.md): with snapshots every I seconds a window is final
-    once the first snapshot at or after end + allowance is published, i.e. about
-    ceil(allowance / I) * I + quiet + poll seconds after the window end."""
+    Followed, each cpu sample carries the stream's watermark promise (fleetperf/ingest/watermark.py:
+    its time + AAA,interval - 1 s), so the Flink job closes a window as soon as the window's last
+    snapshot is published, about quiet + poll + one checkpoint after the window end; without the
+    promise it waited for the first snapshot `out_of_orderness_seconds` past the end (stream-jobs/
+    README.md), i.e. ceil(allowance / I) * I seconds more."""
 
     def __init__(self, path: Path, opts: argparse.Namespace, clock: Callable[[], float] = time.time) -> None:
         self.path = path
