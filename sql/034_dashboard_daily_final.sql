@@ -138,10 +138,11 @@ SELECT
     hourly_avg_sum, hourly_avg_max, hourly_p95_max, first_hour, last_hour
 FROM metrics_daily_final FINAL;
 
--- sql/027's entity_daily on the finalised rows: the same columns (the capacity views, Capacity's
--- charts and ad-hoc SQL keep working) and the day's hourly figures for the charts that showed
--- hourly points over all history and now show days.
-CREATE OR REPLACE VIEW entity_daily AS
+-- The dashboards read the finalised rows through views of their own; entity_daily (sql/027) and the
+-- capacity views on it stay as they were, exact at any moment for SQL and the CLI. entity_daily_final:
+-- entity_daily's columns on the finalised rows, plus the day's hourly figures for the charts that
+-- showed hourly points over all history and now show days.
+CREATE OR REPLACE VIEW entity_daily_final AS
 SELECT
     toDateTime(d.day, 'UTC') AS day, d.entity_id AS entity_id, d.entity_name AS entity_name, d.metric AS metric,
     d.avg_value AS avg_value, d.max_value AS max_value, d.p95_value AS p95_value, d.windows AS windows,
@@ -152,8 +153,77 @@ SELECT
 FROM metrics_daily_final_v AS d
 LEFT JOIN fleet_entities AS e ON e.entity_id = d.entity_id;
 
+-- sql/027's frame_daily_physc and capacity_forecast_fit, sql/016's capacity_forecast_series and
+-- sql/008's capacity_forecast on entity_daily_final (the same text, other sources): Capacity's charts.
+CREATE OR REPLACE VIEW frame_daily_physc_final AS
+SELECT
+    frame, day,
+    sum(p95_value) AS physc_p95_sum,
+    sum(avg_value) AS physc_avg_sum,
+    count() AS lpars,
+    sum(windows) / count() AS windows_per_lpar
+FROM entity_daily_final
+WHERE metric = 'physc'
+GROUP BY frame, day;
+
+CREATE OR REPLACE VIEW capacity_forecast_fit_final AS
+SELECT frame, days, last_day, fit.1 AS slope_per_day, fit.2 AS intercept, residual_sd, last_peak
+FROM
+(
+    SELECT
+        p.frame AS frame,
+        count() AS days,
+        max(p.day) AS last_day,
+        simpleLinearRegression(toFloat64(toRelativeDayNum(p.day)), p.physc_p95_sum) AS fit,
+        sqrt(greatest(0, varPop(p.physc_p95_sum) - pow(fit.1, 2) * varPop(toFloat64(toRelativeDayNum(p.day)))))
+            AS residual_sd,
+        argMax(p.physc_p95_sum, p.day) AS last_peak
+    FROM frame_daily_physc_final AS p
+    INNER JOIN
+    (
+        SELECT q.frame AS frame, max(q.windows_per_lpar) AS best, any(m.frame_last) AS frame_last
+        FROM frame_daily_physc_final AS q
+        INNER JOIN (SELECT frame, max(day) AS frame_last FROM frame_daily_physc_final GROUP BY frame) AS m
+            ON m.frame = q.frame
+        WHERE q.day >= m.frame_last - toIntervalDay(180)
+        GROUP BY q.frame
+    ) AS c ON c.frame = p.frame
+    WHERE p.day >= c.frame_last - toIntervalDay(180) AND p.windows_per_lpar >= 0.9 * c.best
+    GROUP BY p.frame
+);
+
+CREATE OR REPLACE VIEW capacity_forecast_series_final AS
+SELECT p.frame AS frame, p.day AS day, p.physc_p95_sum AS actual, NULL AS trend, NULL AS lower, NULL AS upper
+FROM frame_daily_physc_final AS p
+INNER JOIN (SELECT frame, max(day) AS frame_last FROM frame_daily_physc_final GROUP BY frame) AS l
+    ON l.frame = p.frame
+WHERE p.day >= l.frame_last - toIntervalDay(365)
+UNION ALL
+SELECT
+    f.frame AS frame,
+    f.last_day - toIntervalDay(180) + toIntervalDay(n.number) AS day,
+    NULL AS actual,
+    f.slope_per_day * toRelativeDayNum(day) + f.intercept AS trend,
+    trend - 2 * f.residual_sd AS lower,
+    trend + 2 * f.residual_sd AS upper
+FROM capacity_forecast_fit_final AS f
+CROSS JOIN numbers(271) AS n
+WHERE f.days >= 2 AND day >= f.last_day - toIntervalDay(f.days);
+
+CREATE OR REPLACE VIEW capacity_forecast_final AS
+SELECT
+    f.frame AS frame, f.days AS days, f.last_day AS last_day, f.slope_per_day AS slope_per_day,
+    f.residual_sd AS residual_sd, f.last_peak AS last_peak, p.pool_cpus AS pool_cpus,
+    p.pool_cpus - f.last_peak AS headroom_cpus,
+    if(f.days >= 7 AND f.slope_per_day > 0 AND p.pool_cpus > 0,
+       greatest(0, (p.pool_cpus - (f.slope_per_day * toRelativeDayNum(f.last_day) + f.intercept)) / f.slope_per_day),
+       NULL) AS days_to_exhaustion,
+    if(days_to_exhaustion IS NULL, NULL, f.last_day + toIntervalDay(toUInt32(days_to_exhaustion))) AS exhaustion_date
+FROM capacity_forecast_fit_final AS f
+LEFT JOIN frame_pool_size AS p ON p.frame = f.frame;
+
 -- sql/008's incident_metrics_hourly by day (the Anomalies dashboard over all history).
 CREATE OR REPLACE VIEW incident_metrics_daily AS
 SELECT *
-FROM entity_daily
+FROM entity_daily_final
 WHERE (entity_id, metric) IN (SELECT entity_id, metric FROM anomaly_flags);

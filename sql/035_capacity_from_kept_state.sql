@@ -69,8 +69,31 @@ INNER JOIN (SELECT host_id, max(last_ts) AS last_ts FROM host_pool_state GROUP B
 WHERE s.last_ts >= l.last_ts - INTERVAL 7 DAY
 GROUP BY e.frame;
 
--- sql/015's lpar_sizing on the daily rows (same columns)
+-- sql/015's lpar_sizing (exact at any moment, hourly states) with the samples' entitlement from the kept state
 CREATE OR REPLACE VIEW lpar_sizing AS
+SELECT
+    h.entity_id AS entity_id, any(h.entity_name) AS entity_name, any(h.frame) AS frame,
+    coalesce(toFloat64OrNull(any(i.entitled_capacity)), any(c.sample_entitled)) AS entitled,
+    maxIf(h.avg_value, h.metric = 'physc') AS peak_hour_physc,
+    maxIf(h.max_value, h.metric = 'physc') AS peak_physc,
+    maxIfOrNull(h.max_value, h.metric = 'vps_needed') AS vps_needed,
+    avgIf(h.avg_value, h.metric = 'physc') AS mean_physc,
+    minIf(h.hour, h.metric = 'physc') AS first_hour,
+    maxIf(h.hour, h.metric = 'physc') AS last_hour
+FROM entity_hourly AS h
+LEFT JOIN host_inventory AS i ON i.host_id = h.entity_id
+LEFT JOIN
+(
+    SELECT host_id, CAST(argMaxMerge(entitled), 'Nullable(Float64)') AS sample_entitled
+    FROM host_entitled_state
+    GROUP BY host_id
+) AS c ON c.host_id = h.entity_id
+WHERE h.metric IN ('physc', 'vps_needed')
+GROUP BY h.entity_id
+HAVING countIf(h.metric = 'physc') > 0;
+
+-- sql/015's lpar_sizing on the finalised daily rows (same columns): Capacity's sizing chart
+CREATE OR REPLACE VIEW lpar_sizing_final AS
 SELECT
     h.entity_id AS entity_id, any(h.entity_name) AS entity_name, any(h.frame) AS frame,
     coalesce(toFloat64OrNull(any(i.entitled_capacity)), any(c.sample_entitled)) AS entitled,
@@ -80,7 +103,7 @@ SELECT
     sumIf(h.hourly_avg_sum, h.metric = 'physc') / sumIf(h.hours, h.metric = 'physc') AS mean_physc,
     minIf(h.first_hour, h.metric = 'physc') AS first_hour,
     maxIf(h.last_hour, h.metric = 'physc') AS last_hour
-FROM entity_daily AS h
+FROM entity_daily_final AS h
 LEFT JOIN host_inventory AS i ON i.host_id = h.entity_id
 LEFT JOIN
 (

@@ -35,19 +35,9 @@ _FORMER = {
     "slb": ("entity_hourly", "max(avg_value)"),
     "lacp_skew": ("entity_hourly", "max(max_value)"),
     "incident_entity": ("incident_metrics_hourly", "max(max_value)"),
-    "frame_stacked": ("entity_daily_former", "sum(p95_value)"),
-    "cores_by_platform": ("entity_daily_former", "sum(avg_value)"),
+    "frame_stacked": ("entity_daily", "sum(p95_value)"),
+    "cores_by_platform": ("entity_daily", "sum(avg_value)"),
 }
-
-# sql/027's entity_daily (the states finalised on every query), kept here as the reference
-_ENTITY_DAILY_FORMER = """
-CREATE OR REPLACE VIEW entity_daily_former AS
-SELECT
-    toDateTime(d.day, 'UTC') AS day, d.entity_id AS entity_id, d.entity_name AS entity_name, d.metric AS metric,
-    d.avg_value AS avg_value, d.max_value AS max_value, d.p95_value AS p95_value, d.windows AS windows,
-    e.platform AS platform, e.site AS site, e.frame AS frame
-FROM metrics_daily_v AS d
-LEFT JOIN fleet_entities AS e ON e.entity_id = d.entity_id"""
 
 # sql/016's frame_pool_size
 _POOL_FORMER = """
@@ -60,34 +50,6 @@ INNER JOIN
 ) AS l ON l.host_id = c.host_id
 WHERE c.pool_cpus IS NOT NULL AND c.ts >= l.last_ts - INTERVAL 7 DAY
 GROUP BY e.frame ORDER BY frame"""
-
-# sql/015's lpar_sizing
-_SIZING_FORMER = """
-SELECT
-    h.entity_id AS entity_id, any(h.entity_name) AS entity_name, any(h.frame) AS frame,
-    coalesce(toFloat64OrNull(any(i.entitled_capacity)), any(c.sample_entitled)) AS entitled,
-    maxIf(h.avg_value, h.metric = 'physc') AS peak_hour_physc,
-    maxIf(h.max_value, h.metric = 'physc') AS peak_physc,
-    maxIfOrNull(h.max_value, h.metric = 'vps_needed') AS vps_needed,
-    avgIf(h.avg_value, h.metric = 'physc') AS mean_physc,
-    minIf(h.hour, h.metric = 'physc') AS first_hour,
-    maxIf(h.hour, h.metric = 'physc') AS last_hour
-FROM entity_hourly AS h
-LEFT JOIN host_inventory AS i ON i.host_id = h.entity_id
-LEFT JOIN
-(
-    SELECT host_id, argMax(entitled, ts) AS sample_entitled
-    FROM cpu_samples
-    WHERE entitled IS NOT NULL
-    GROUP BY host_id
-) AS c ON c.host_id = h.entity_id
-WHERE h.metric IN ('physc', 'vps_needed')
-GROUP BY h.entity_id
-HAVING countIf(h.metric = 'physc') > 0
-ORDER BY entity_id"""
-
-_SIZING_COLUMNS = "entity_id, entity_name, frame, entitled, peak_hour_physc, peak_physc, vps_needed, mean_physc, " \
-    "first_hour, last_hour"  # fmt: skip
 
 
 def _chart_sql(key: str, dataset: str, expression: str, day: str) -> str:
@@ -133,16 +95,21 @@ def _compare_everything(ch) -> None:  # noqa: ANN001
     )  # fmt: skip
     _same(ch.query("SELECT * FROM frame_pool_size ORDER BY frame").result_rows,
           ch.query(_POOL_FORMER).result_rows, "frame_pool_size")  # fmt: skip
-    _same(ch.query(f"SELECT {_SIZING_COLUMNS} FROM lpar_sizing ORDER BY entity_id").result_rows,
-          ch.query(_SIZING_FORMER).result_rows, "lpar_sizing")  # fmt: skip
-    # the capacity views read entity_daily: the forecast over the finalised rows and over the states
-    fit = "SELECT frame, days, slope_per_day, residual_sd, last_peak FROM capacity_forecast_fit ORDER BY frame"
-    got = ch.query(fit).result_rows
-    ch.command(_ENTITY_DAILY_FORMER.replace("entity_daily_former", "entity_daily"))
-    try:
-        _same(got, ch.query(fit).result_rows, "capacity_forecast_fit")
-    finally:
-        ch.command(_statement("034_dashboard_daily_final", "CREATE OR REPLACE VIEW entity_daily "))
+    # lpar_sizing with the entitlement from its kept state = sql/015's text
+    former = _statement("015_utilisation_every_host", "CREATE OR REPLACE VIEW lpar_sizing AS")
+    former = former.removeprefix("CREATE OR REPLACE VIEW lpar_sizing AS") + " ORDER BY entity_id"
+    _same(ch.query("SELECT * FROM lpar_sizing ORDER BY entity_id").result_rows, ch.query(former).result_rows,
+          "lpar_sizing")  # fmt: skip
+    # the views the Capacity charts read, against the exact ones on the rollup states (sql/015, 016, 027, 008)
+    for final, exact, order in (
+        ("lpar_sizing_final", "lpar_sizing", "entity_id"),
+        ("capacity_forecast_fit_final", "capacity_forecast_fit", "frame"),
+        ("capacity_forecast_final", "capacity_forecast", "frame"),
+        ("capacity_forecast_series_final", "capacity_forecast_series", "frame, day, actual, trend"),
+        ("frame_daily_physc_final", "frame_daily_physc", "frame, day"),
+    ):
+        sql = "SELECT * FROM {} ORDER BY {}"
+        _same(ch.query(sql.format(final, order)).result_rows, ch.query(sql.format(exact, order)).result_rows, final)
 
 
 def _statement(migration: str, head: str) -> str:
@@ -161,7 +128,7 @@ def _independent(ch) -> None:  # noqa: ANN001
         GROUP BY entity_id, metric, day ORDER BY entity_id, metric, day""").result_rows
     kept = ch.query("""
         SELECT entity_id, metric, toDate(day), hourly_avg_max, hourly_avg_sum, hours, max_value
-        FROM entity_daily ORDER BY entity_id, metric, toDate(day)""").result_rows
+        FROM entity_daily_final ORDER BY entity_id, metric, toDate(day)""").result_rows
     _same(kept, raw, "entity_daily vs derived_metrics")
 
 
@@ -177,7 +144,6 @@ def upgraded(embedded_path: Path):  # noqa: ANN201
     generate(ch, 40, 9, "2026-03-01 00:00:00", 1800, progress=None)
     ch, ran = migrate(settings)
     assert ran[:2] == ["034_dashboard_daily_final", "035_capacity_from_kept_state"], ran
-    ch.command(_ENTITY_DAILY_FORMER)
     # no scheduled refresh during the test: the keys changed below stay pending until it asks for one
     ch.command("SYSTEM STOP VIEW metrics_daily_final_refresh")
     ch.command("SYSTEM STOP VIEW lpar_cpu_daily_refresh")
@@ -248,11 +214,11 @@ def test_new_windows_count_at_once_and_after_the_refresh(upgraded) -> None:  # n
         "INSERT INTO lpar_samples SELECT * REPLACE (ts + INTERVAL 9 DAY AS ts, now64(3) AS ingested_at) "
         "FROM (SELECT * FROM lpar_samples WHERE toDate(ts) = '2026-03-04' LIMIT 1)"
     )
-    # one refresh later (the scheduled ones are stopped): until then the day shows its former figures
     shown = (
-        "SELECT max_value FROM entity_daily WHERE entity_id = {e:String} AND metric = 'physc' AND day = '2026-03-04'"
+        "SELECT max_value FROM entity_daily_final WHERE entity_id = {e:String} AND metric = 'physc' "
+        "AND day = '2026-03-04'"
     )
-    assert ch.query(shown, parameters={"e": ids["physc"]}).result_rows[0][0] < 97.5
+    new_day = "SELECT count() FROM lpar_cpus_daily WHERE day = '2026-03-13'"
     before = ch.query("SELECT max(computed_at) FROM metrics_daily_final").result_rows[0][0]
     new_day = "SELECT count() FROM lpar_cpus_daily WHERE day = '2026-03-13'"
     assert ch.query(new_day).result_rows[0][0] == 0  # one refresh later

@@ -2,10 +2,11 @@
 
 `python dashboards/build.py` turns this into the Superset import bundle in dashboards/bundle/
 (YAML, stable UUIDs derived from the names); the warehouse start imports that bundle. Charts over
-all history read entity_daily (finalised daily rows, sql/034) at day grain: a chart that showed hourly
-points shows per day the figure of that day's hours (highest hourly mean, highest hourly p95, mean of
-the hourly means), so it returns at most 366 points per series for a year and reads no rollup state.
-Charts over a recent range (Host drill-down) keep hourly and minute rows.
+all history read entity_daily_final and the capacity views on it (finalised daily rows, sql/034,
+refreshed every 15 s) at day grain: a chart that showed hourly points shows per day the figure of
+that day's hours (highest hourly mean, highest hourly p95, mean of the hourly means), so it returns
+at most 366 points per series for a year and reads no rollup state. Charts over a recent range
+(Host drill-down) keep hourly and minute rows.
 """
 
 from __future__ import annotations
@@ -39,8 +40,14 @@ DATASETS = {
         Dataset(
             "entity_daily",
             "day",
-            "Daily rollup of every derived metric, finalised (sql/034), with the day's hourly figures: hours,"
-            " sum and max of the hourly means, max of the hourly p95. Charts over all history read it.",
+            "Daily rollup of every derived metric (capacity over months and years).",
+        ),
+        Dataset(
+            "entity_daily_final",
+            "day",
+            "entity_daily on the finalised daily rows (sql/034, refreshed every 15 s), with the day's hourly"
+            " figures: hours, sum and max of the hourly means, max of the hourly p95. Charts over all history"
+            " read it.",
         ),
         Dataset(
             "incident_metrics_daily",
@@ -63,17 +70,17 @@ DATASETS = {
             "Processors used per frame and day: sum over its LPARs of the daily p95 and mean physc.",
         ),
         Dataset(
-            "capacity_forecast_series",
+            "capacity_forecast_series_final",
             "day",
             "Daily stacked p95 physc per frame, the fitted linear trend and its ±2σ band, 90 days ahead.",
         ),
         Dataset(
-            "capacity_forecast",
+            "capacity_forecast_final",
             "last_day",
             "Per frame: trend of daily peaks, headroom to the shared pool and projected exhaustion.",
         ),
         Dataset(
-            "lpar_sizing",
+            "lpar_sizing_final",
             "last_hour",
             "Entitlement sizing: EC ~ mean physc of the peak hour, VPs ~ peak physc"
             " (IBM Power Systems Performance Guide, LPAR entitlement).",
@@ -160,7 +167,7 @@ CHARTS = {
             "fleet_trend",
             "Fleet utilisation trend (daily mean of hourly means)",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             # = avg(avg_value) of entity_hourly at day grain (tests/unit/test_dashboard_precomputed.py)
             (sql_metric("sum(hourly_avg_sum) / sum(hours)", "mean"),),
             ("metric",),
@@ -172,7 +179,7 @@ CHARTS = {
             "top_offenders",
             "Top offenders (hourly p95)",
             "table",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_p95_max)", "worst hourly p95"),),
             ("entity_name", "metric"),
             (_in("steal_pct", "tv_ratio", "slb_miss_rate", "lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
@@ -193,7 +200,7 @@ CHARTS = {
             "frame_stacked",
             "Processors used per frame (stacked daily p95 of its LPARs)",
             "area",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("sum(p95_value)", "physc p95"),),
             ("entity_name",),
             ("metric = 'physc'",),
@@ -205,7 +212,7 @@ CHARTS = {
             "forecast",
             "Capacity forecast: daily peak, linear trend and ±2σ band",
             "line",
-            "capacity_forecast_series",
+            "capacity_forecast_series_final",
             (
                 sql_metric("max(actual)", "daily peak"),
                 sql_metric("max(trend)", "trend"),
@@ -220,7 +227,7 @@ CHARTS = {
             "cores_by_platform",
             "CPU consumed per platform (daily mean cores, every host)",
             "area",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("sum(avg_value)", "cores"),),
             ("platform",),
             ("metric = 'cpu_cores'",),
@@ -232,7 +239,7 @@ CHARTS = {
             "headroom",
             "Headroom and projected exhaustion per frame",
             "table",
-            "capacity_forecast",
+            "capacity_forecast_final",
             columns=(
                 "frame",
                 "days",
@@ -249,7 +256,7 @@ CHARTS = {
             "sizing",
             "LPAR entitlement vs peak-hour physc",
             "table",
-            "lpar_sizing",
+            "lpar_sizing_final",
             columns=("entity_name", "frame", "entitled", "peak_hour_physc", "peak_physc", "vps_needed", "mean_physc"),
             order_by="peak_hour_physc",
         ),
@@ -258,7 +265,7 @@ CHARTS = {
             "tv_guests",
             "T/V ratio by guest and system",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "T/V"),),
             ("entity_name",),
             ("metric = 'tv_ratio'",),
@@ -267,7 +274,7 @@ CHARTS = {
             "cp_overhead",
             "CP overhead % by guest and system",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "CP overhead %"),),
             ("entity_name",),
             ("metric = 'cp_overhead_pct'",),
@@ -276,7 +283,7 @@ CHARTS = {
             "zvm_system",
             "z/VM systems: busy %, eligible list, paging",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "value"),),
             ("entity_name", "metric"),
             # every host has busy_pct now: this chart is the z/VM systems'
@@ -299,7 +306,7 @@ CHARTS = {
             "entc",
             "Entitlement consumed % by LPAR",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "entc %"),),
             ("entity_name",),
             ("metric = 'entc_pct'",),
@@ -308,7 +315,7 @@ CHARTS = {
             "physc",
             "Physical processors consumed by LPAR",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "physc"),),
             ("entity_name",),
             ("metric = 'physc'",),
@@ -317,7 +324,7 @@ CHARTS = {
             "slb",
             "SLB / ERAT miss rate (% of instructions)",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(hourly_avg_max)", "% per instruction"),),
             ("entity_name", "metric"),
             (_in("slb_miss_rate", "ierat_miss_rate"),),
@@ -328,7 +335,7 @@ CHARTS = {
             "lacp_skew",
             "LACP hash skew per aggregation (max share × ports)",
             "line",
-            "entity_daily",
+            "entity_daily_final",
             (sql_metric("max(max_value)", "skew"),),
             ("entity_name", "metric"),
             (_in("lacp_hash_skew_tx", "lacp_hash_skew_rx"),),
