@@ -431,6 +431,33 @@ def test_free_batches_stop_where_a_recorded_range_begins(warehouse: Any) -> None
     assert sink.replayed_batches == 1
 
 
+def test_an_idle_consume_cuts_free_batches_at_once_and_recorded_ranges_where_they_end(warehouse: Any) -> None:
+    """A consume() that found nothing (the backlog drained) cuts the free batch it holds without
+    waiting for batch_seconds; a recorded range is still cut only at its recorded end."""
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 2, o, frame("derived_metrics", w)) for o, w in enumerate(windows(8))]
+    ch.insert(
+        "sink_batches",
+        [[TOPIC, 2, 4, 9, 6]],  # recorded by an earlier run: offsets 4-9, of which 4-7 are here yet
+        column_names=["topic", "partition", "first_offset", "last_offset", "messages"],
+    )
+    consumer = Consumer()
+    sink = _sink(settings, ch, Registry())  # batch_seconds: an hour
+    for m in msgs[:3]:
+        sink.add(consumer, m)
+    sink.flush_due(consumer)
+    assert consumer.committed == {}  # young and not full: kept
+    sink.flush_due(consumer, idle=True)
+    sink._settle()  # noqa: SLF001 - the writer thread's batch committed
+    assert consumer.committed == {(TOPIC, 2): 3}
+    for m in msgs[3:]:  # 3 free, then 4-7 inside the recorded range 4-9
+        sink.add(consumer, m)
+    sink.flush_due(consumer, idle=True)
+    sink._settle()  # noqa: SLF001
+    assert consumer.committed == {(TOPIC, 2): 4}  # offset 3 cut; the recorded range waits for 8-9
+    assert [(b.first, b.last) for b in sink._pending.values()] == [(4, 9)]  # noqa: SLF001
+
+
 def test_sources_of_one_host_and_second_no_longer_replace_each_other(warehouse: Any) -> None:
     _, ch = warehouse
     ts = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
