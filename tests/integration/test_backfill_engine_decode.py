@@ -97,7 +97,7 @@ def test_engine_decoded_snapshots_hold_every_value_and_the_rows_of_the_python_pa
     where = "WHERE host_id IN {hosts:Array(String)}"
     final = engine_ch.query(f"SELECT count() FROM nmon_values_v {where}", parameters={"hosts": hosts}).result_rows[0][0]
     assert simulated.values <= final <= simulated.values + corpus.values
-    raw = engine_ch.query(f"SELECT count() FROM nmon_values {where}", parameters={"hosts": hosts}).result_rows[0][0]
+    raw = engine_ch.query(f"SELECT count() FROM nmon_values_raw {where}", parameters={"hosts": hosts}).result_rows[0][0]
     assert raw >= final
     if not real:
         print(f"{request.node.name}: corpus absent, simulated files only")

@@ -144,7 +144,7 @@ def measure(settings: Settings, exp: Expected) -> dict[str, Any]:
     }
     where_values = f"host_id IN ({hosts}) AND ts BETWEEN {span}"
     final_v = _q(settings, f"SELECT count() FROM nmon_values_v WHERE {where_values}")
-    raw_v = _q(settings, f"SELECT count() FROM nmon_values WHERE {where_values}")
+    raw_v = _q(settings, f"SELECT count() FROM nmon_values_raw WHERE {where_values}")  # sql/033: every stored value
     n_final = int(final_v[0][0]) if final_v else 0
     out["nmon_values"] = {
         "expected": exp.nmon_values,

@@ -54,7 +54,7 @@ CHECKS: dict[str, tuple[str, str | None]] = {
 RAW: dict[str, tuple[str, str | None]] = {
     "derived_metrics": ("count()", "window_start"),
     "cpu_samples": ("count()", "ts"),
-    "nmon_values": ("count()", "ts"),
+    "nmon_values_raw": ("count()", "ts"),  # sql/033: every stored value, unmerged
     "dead_letters": ("count()", None),
 }
 
