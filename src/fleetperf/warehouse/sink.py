@@ -19,9 +19,10 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   insert fails does the sink decode each message in Python to find the broken ones (dead letters)
   and insert the rest; when none is broken the failure is transient.
 - One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
-  batch (the embedded engine releases the GIL while it inserts). At most one batch is in flight;
-  its offset is committed by the consumer thread after its inserts returned, before the next batch
-  goes to the writer, so commits stay in offset order and a failed insert stops everything behind it.
+  batch (they overlap only in part: chDB competes for the GIL, docs/warehouse.md "Backfill
+  speed"). At most one batch is in flight; its offset is committed by the consumer thread after
+  its inserts returned, before the next batch goes to the writer, so commits stay in offset order
+  and a failed insert stops everything behind it.
 """
 
 from __future__ import annotations
