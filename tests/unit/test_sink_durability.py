@@ -660,8 +660,8 @@ def test_records_whose_delivery_timed_out_are_produced_again_not_dropped(freed: 
     settings = config.load({"FLEETPERF__KAFKA__PORT": "9"})  # Kafka unreachable
     producer = AvroProducer(settings, **{"message.timeout.ms": 300})
     producer._produce("fleetperf.test", b"payload", "key", [("h", b"1")])
-    # librdkafka scans for timed-out messages about once a second: 2.5 s saw only one retry in a
-    # full unit run on the loaded 2-core machine, so the flush is given room for several scans
+    # librdkafka scans for timed-out messages about once a second: with 2.5 s this failed once in a
+    # full unit run on the loaded 2-core machine (passed alone), so the flush has room for several scans
     with pytest.raises(RuntimeError, match="still queued"):
         producer.flush(timeout=6.0)
     assert producer.retried >= 2  # timed out (retriable) and went back into the queue each time
