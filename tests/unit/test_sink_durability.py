@@ -26,7 +26,14 @@ from fastavro import parse_schema, schemaless_writer
 from fleetperf import config
 from fleetperf.kafka_avro import AvroProducer, _Deliveries, retriable
 from fleetperf.warehouse.clickhouse import migrate, statements
-from fleetperf.warehouse.sink import DEDUP_SETTINGS, Sink, TransientError, UndecodableError, registry_fetcher
+from fleetperf.warehouse.sink import (
+    DEDUP_SETTINGS,
+    IDLE_CUT_MIN_MESSAGES,
+    Sink,
+    TransientError,
+    UndecodableError,
+    registry_fetcher,
+)
 from tests.conftest import embedded_settings
 
 SCHEMA_IDS = {"derived_metrics": 7, "cpu_samples": 8, "dead_letters": 9}
@@ -456,6 +463,22 @@ def test_an_idle_consume_cuts_free_batches_at_once_and_recorded_ranges_where_the
     sink._settle()  # noqa: SLF001
     assert consumer.committed == {(TOPIC, 2): 4}  # offset 3 cut; the recorded range waits for 8-9
     assert [(b.first, b.last) for b in sink._pending.values()] == [(4, 9)]  # noqa: SLF001
+
+
+def test_an_idle_consume_leaves_a_trickles_small_batch_to_batch_seconds(warehouse: Any) -> None:
+    """Live collectors trickle: a pause without a backlog before it cuts only batches of at least
+    IDLE_CUT_MIN_MESSAGES, else every record of a trickle would be an insert of its own."""
+    settings, ch = warehouse
+    consumer = Consumer()
+    sink = _sink(settings, ch, Registry())  # batch_seconds: an hour
+    for o, w in enumerate(windows(2)):
+        sink.add(consumer, Msg(TOPIC, 1, o, frame("derived_metrics", w)))
+    sink.flush_due(consumer, idle=True, idle_min=IDLE_CUT_MIN_MESSAGES)
+    sink._settle()  # noqa: SLF001
+    assert consumer.committed == {} and len(sink._pending) == 1  # noqa: SLF001 - kept for batch_seconds
+    sink.flush_due(consumer, idle=True, idle_min=2)  # as big as the threshold: cut
+    sink._settle()  # noqa: SLF001
+    assert consumer.committed == {(TOPIC, 1): 2}
 
 
 def test_sources_of_one_host_and_second_no_longer_replace_each_other(warehouse: Any) -> None:

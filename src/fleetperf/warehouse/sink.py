@@ -72,8 +72,12 @@ BATCH_BYTES = 8_000_000
 # Messages one consume() call returns at most (it returns as soon as this many are at hand).
 CONSUME_MESSAGES = 1000
 # A consume() that waited this long for nothing cuts the free batches at once: the last batch of a
-# backlog waited batch_seconds (1 s) before it was cut, a ninth of a 42 MB backfill's 8.8 s.
+# backlog waited batch_seconds (1 s) before it was cut, a ninth of a 42 MB backfill's 8.8 s. Small
+# batches are not cut so unless a backlog just drained (a consume() returned all it asked for): live
+# collectors trickle a few records a second with longer gaps, and cutting at every gap would make
+# an insert (a new part per table) of nearly every record instead of one a second.
 IDLE_CUT_SECONDS = 0.2
+IDLE_CUT_MIN_MESSAGES = 100
 # Reading an engine-decoded batch: every message one row of one input block (a batch holds at
 # most batch_rows messages), and the ReplacingMergeTree rows are not merged while being inserted
 # (FINAL and background merges replace them; measured 20-30 % of the insert).
@@ -324,15 +328,14 @@ class Sink:
         self.lag, self.caught_up = {}, False  # a new consumer: nothing known about its positions
         consumer = self._consumer()
         lag_checked = 0.0
+        want = min(self.batch_rows, CONSUME_MESSAGES)
+        backlog = False  # a consume() since the last idle one returned all it asked for
         try:
             while not self.stop_event.is_set():
                 # consume() waits for num_messages or the timeout: asking for batch_rows (50,000) held
                 # every call of a backlog for the whole second (3 of 4 s of a 10 MB nmon backlog,
                 # measured); a batch is still cut by batch_rows, BATCH_BYTES or batch_seconds
-                messages = consumer.consume(
-                    num_messages=min(self.batch_rows, CONSUME_MESSAGES),
-                    timeout=min(self.batch_seconds, IDLE_CUT_SECONDS),
-                )
+                messages = consumer.consume(num_messages=want, timeout=min(self.batch_seconds, IDLE_CUT_SECONDS))
                 if messages:
                     self.caught_up = False
                 else:  # nothing to read meanwhile: the batch in flight is committed now
@@ -356,7 +359,11 @@ class Sink:
                         log.warning("consume error (librdkafka retries): %s", err)
                         continue
                     self.add(consumer, msg)
-                self.flush_due(consumer, idle=not messages)
+                if len(messages) >= want:
+                    backlog = True
+                self.flush_due(consumer, idle=not messages, idle_min=0 if backlog else IDLE_CUT_MIN_MESSAGES)
+                if not messages:
+                    backlog = False
             self._settle()  # stopped: the batch in flight is committed before the consumer closes
         finally:
             try:
@@ -392,13 +399,15 @@ class Sink:
         elif max(batch.messages, batch.row_count) >= self.batch_rows or batch.engine_bytes >= BATCH_BYTES:
             self._flush(consumer, batch)
 
-    def flush_due(self, consumer: Any, force: bool = False, idle: bool = False) -> None:  # noqa: ANN401
-        """Cuts the free batches older than batch_seconds, or all of them when nothing arrived for
-        IDLE_CUT_SECONDS (`idle`: a drained backlog or a pause of the source); full ones are cut in
-        add(), recorded ranges end where they were recorded. `force` cuts every batch (tests)."""
+    def flush_due(self, consumer: Any, force: bool = False, idle: bool = False, idle_min: int = 0) -> None:  # noqa: ANN401
+        """Cuts the free batches older than batch_seconds, and when nothing arrived for
+        IDLE_CUT_SECONDS (`idle`: a drained backlog or a pause of the source) those of at least
+        `idle_min` messages; full ones are cut in add(), recorded ranges end where they were
+        recorded. `force` cuts every batch (tests)."""
         now = time.monotonic()
         for batch in list(self._pending.values()):
-            if force or (batch.recorded_last is None and (idle or now - batch.started >= self.batch_seconds)):
+            due = now - batch.started >= self.batch_seconds or (idle and batch.messages >= idle_min)
+            if force or (batch.recorded_last is None and due):
                 self._flush(consumer, batch)
         if force:
             self._settle()
