@@ -78,7 +78,10 @@ rows = ch.query("SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk))
 for table, n, size in rows:
     print(f"  {{table:<20}} {{n:>14,}} rows {{size:>10}}", flush=True)
 """
-    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+    from tests.providers import _env_overrides
+
+    # the bench's own state dir: without it the engine would open (and fill) the regular stack's state
+    env = os.environ | _env_overrides(state) | {"PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
