@@ -42,3 +42,27 @@ def test_parse_auto_reports_unreadable_files_and_exits_1(tmp_path: Path, capsys:
     code, messages, err = _parse(capsys, "auto", str(garbage))
     assert (code, messages) == (1, [])
     assert "not an nmon file" in err
+
+
+def test_parse_piped_into_head_stops_quietly(tmp_path: Path) -> None:
+    """A closed stdout (`parse nmon FILE | head`) is not a file that cannot be read: no "cannot
+    read" message, no "files unreadable" count, exit status 0 (it said both before)."""
+    import os
+    import subprocess
+    import sys
+
+    [path] = simulate(tmp_path, 1, datetime(2026, 2, 1, 0, 0), timedelta(minutes=10), 200, 5)
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fleetperf.cli.main", "parse", "nmon", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    first = child.stdout.readline()
+    child.stdout.close()  # what head does after its lines
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 0, err
+    assert json.loads(first)["topic"].startswith("fleetperf.")
+    assert "cannot read" not in err and "unreadable" not in err, err

@@ -81,6 +81,8 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     out.write(_to_json(message) + "\n")
                 except ValueError:  # a non-finite number: never printed as a value
                     problems.append(f"{candidate.path}: a {emitted.topic_key} record held a non-finite number")
+        except BrokenPipeError:  # our output was closed (`parse ... | head`), not the file: main() exits quietly
+            raise
         except FILE_ERRORS as exc:
             failed += 1
             print(f"cannot read {candidate.path}: {str(exc).removeprefix(f'{candidate.path}: ')}", file=sys.stderr)
