@@ -244,38 +244,20 @@ fn run(args: &[OsString], sink: &mut Sink) -> Result<i32, Why> {
     Ok(0)
 }
 
-/// The topic names `parse` prints, from config/fleetperf.toml's [topics.KEY] name = "..." (a plain string; any
-/// other spelling is left to Python's TOML reader).
+/// The topic names `parse` prints, from config/fleetperf.toml's [topics.KEY] name, read with the toml crate
+/// (the file Python's config.load() reads; FLEETPERF__* overrides never reach here, they send the run to Python).
 fn topics(path: &str) -> Result<HashMap<&'static str, String>, Why> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let doc: toml::Table = text.parse().map_err(|e| format!("{path}: {e}"))?;
     let mut found = HashMap::default();
-    let mut section = String::new();
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t.to_string();
-            continue;
-        }
-        for key in ["sysstat_samples", "cpu_samples", "host_configs"] {
-            if section == format!("[topics.{key}]") {
-                if let Some(v) = t.strip_prefix("name") {
-                    let v = v.trim_start().strip_prefix('=').ok_or("topic name line")?.trim();
-                    let inner = v
-                        .strip_prefix('"')
-                        .and_then(|v| v.strip_suffix('"'))
-                        .ok_or("topic name spelling")?;
-                    if inner.contains(['"', '\\']) || !inner.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-                        return Err("topic name spelling".into());
-                    }
-                    if found.insert(key, inner.to_string()).is_some() {
-                        return Err("topic name given twice".into());
-                    }
-                }
-            }
-        }
-    }
-    if found.len() != 3 {
-        return Err("topic names not found in the settings".into());
+    for key in ["sysstat_samples", "cpu_samples", "host_configs"] {
+        let name = doc
+            .get("topics")
+            .and_then(|t| t.get(key))
+            .and_then(|t| t.get("name"))
+            .and_then(|n| n.as_str())
+            .ok_or_else(|| format!("{path}: no [topics.{key}] name"))?;
+        found.insert(key, name.to_string());
     }
     Ok(found)
 }
