@@ -1,14 +1,21 @@
-"""`test`: the whole suite (ruff, bundle check, JUnit, pytest); what CI runs."""
+"""`test`: the whole suite (ruff, rustfmt, bundle check, JUnit, pytest); what CI runs."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 
 from fleetperf import config
 from fleetperf.cli.common import EPILOG
 from fleetperf.config import REPO_ROOT
+
+# the Rust crates (max_width in each rustfmt.toml; generated layouts are marked #[rustfmt::skip])
+NATIVE_CRATES = (
+    REPO_ROOT / "src/fleetperf/sources/nmon/native",
+    REPO_ROOT / "src/fleetperf/sources/sysstat/native",
+)
 
 
 def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
@@ -22,6 +29,11 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
         ("ruff", [sys.executable, "-m", "ruff", "check", "."], REPO_ROOT),
         ("ruff format", [sys.executable, "-m", "ruff", "format", "--check", "."], REPO_ROOT),
         ("dashboards bundle = spec", [sys.executable, "-m", "fleetperf.dashboards.build", "--check"], REPO_ROOT),
+        *(
+            (f"rustfmt ({crate.parent.name})", ["cargo", "fmt", "--check"], crate)
+            for crate in NATIVE_CRATES
+            if shutil.which("cargo")  # without cargo nothing native is built: the Python paths run
+        ),
         ("JUnit (stream-jobs)", ["mvn", "-B", "-ntp", "test"], REPO_ROOT / "stream-jobs"),
         ("pytest (unit + end-to-end)", [sys.executable, "-m", "pytest", *args.pytest_args], REPO_ROOT),
     ]

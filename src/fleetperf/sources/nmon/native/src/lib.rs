@@ -17,9 +17,9 @@
 //! ensure_ascii strings), one bytes object per fed chunk; the tests compare them with the Avro
 //! path read back and with the Python parser.
 
+use memchr::{memchr, memchr_iter};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use memchr::{memchr, memchr_iter};
 use rustc_hash::FxHashMap;
 use std::io::Write;
 use std::sync::Arc as Rc; // shared by the header map and the line being read (the pyclass must be Send)
@@ -75,7 +75,11 @@ fn push_json_str(out: &mut Vec<u8>, s: &str) {
             continue;
         }
         out.extend_from_slice(&bytes[start..i]);
-        let c = if b < 0x80 { b as char } else { s[i..].chars().next().expect("a char at a boundary") };
+        let c = if b < 0x80 {
+            b as char
+        } else {
+            s[i..].chars().next().expect("a char at a boundary")
+        };
         match c {
             '"' => out.extend_from_slice(b"\\\""),
             '\\' => out.extend_from_slice(b"\\\\"),
@@ -116,11 +120,17 @@ fn put(out: &mut Vec<u8>, src: &[u8]) {
         let dst = out.as_mut_ptr().add(out.len());
         let s = src.as_ptr();
         if n >= 8 {
-            let (a, b) = (s.cast::<u64>().read_unaligned(), s.add(n - 8).cast::<u64>().read_unaligned());
+            let (a, b) = (
+                s.cast::<u64>().read_unaligned(),
+                s.add(n - 8).cast::<u64>().read_unaligned(),
+            );
             dst.cast::<u64>().write_unaligned(a);
             dst.add(n - 8).cast::<u64>().write_unaligned(b);
         } else if n >= 4 {
-            let (a, b) = (s.cast::<u32>().read_unaligned(), s.add(n - 4).cast::<u32>().read_unaligned());
+            let (a, b) = (
+                s.cast::<u32>().read_unaligned(),
+                s.add(n - 4).cast::<u32>().read_unaligned(),
+            );
             dst.cast::<u32>().write_unaligned(a);
             dst.add(n - 4).cast::<u32>().write_unaligned(b);
         } else if n > 0 {
@@ -146,7 +156,10 @@ fn tag_key(tag: &[u8]) -> TagKey {
     // two loads that together cover the tag (overlapping when it is shorter than 16 bytes); with
     // the length, equal keys mean equal tags
     let (lo, hi) = if n >= 8 {
-        (u64::from_le_bytes(tag[..8].try_into().expect("8")), u64::from_le_bytes(tag[n - 8..].try_into().expect("8")))
+        (
+            u64::from_le_bytes(tag[..8].try_into().expect("8")),
+            u64::from_le_bytes(tag[n - 8..].try_into().expect("8")),
+        )
     } else if n >= 4 {
         let a = u32::from_le_bytes(tag[..4].try_into().expect("4"));
         let b = u32::from_le_bytes(tag[n - 4..].try_into().expect("4"));
@@ -351,8 +364,8 @@ struct Decimal {
 /// (exponents, long mantissas, inf, nan) goes to the standard parser.
 fn decimal(s: &[u8]) -> Option<Decimal> {
     const POW10: [f64; 23] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
-        1e19, 1e20, 1e21, 1e22,
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+        1e20, 1e21, 1e22,
     ];
     let (negative, start) = match s.first() {
         Some(b'-') => (true, 1),
@@ -413,7 +426,11 @@ fn parse_float(s: &[u8]) -> Option<f64> {
 /// "HH:MM:SS" (one or two digits each) -> seconds of the day, for times datetime() accepts.
 fn parse_clock(s: &[u8]) -> Option<i64> {
     let mut it = s.split(|&b| b == b':');
-    let (h, m, sec) = (small_number(it.next()?)?, small_number(it.next()?)?, small_number(it.next()?)?);
+    let (h, m, sec) = (
+        small_number(it.next()?)?,
+        small_number(it.next()?)?,
+        small_number(it.next()?)?,
+    );
     if it.next().is_some() || h > 23 || m > 59 || sec > 59 {
         return None;
     }
@@ -422,16 +439,25 @@ fn parse_clock(s: &[u8]) -> Option<i64> {
 
 /// "DD-MON-YYYY" -> (year, month, day) for real dates.
 fn parse_day(s: &[u8]) -> Option<(i64, i64, i64)> {
-    const MONTHS: [&[u8; 3]; 12] =
-        [b"JAN", b"FEB", b"MAR", b"APR", b"MAY", b"JUN", b"JUL", b"AUG", b"SEP", b"OCT", b"NOV", b"DEC"];
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"JAN", b"FEB", b"MAR", b"APR", b"MAY", b"JUN", b"JUL", b"AUG", b"SEP", b"OCT", b"NOV", b"DEC",
+    ];
     let mut it = s.split(|&b| b == b'-');
     let (d, mon, y) = (it.next()?, it.next()?, it.next()?);
     if it.next().is_some() || mon.len() != 3 || y.len() != 4 {
         return None;
     }
-    let upper = [mon[0].to_ascii_uppercase(), mon[1].to_ascii_uppercase(), mon[2].to_ascii_uppercase()];
+    let upper = [
+        mon[0].to_ascii_uppercase(),
+        mon[1].to_ascii_uppercase(),
+        mon[2].to_ascii_uppercase(),
+    ];
     let month = MONTHS.iter().position(|m| **m == upper)? as i64 + 1;
-    let (day, year) = (small_number(d)?, y.iter().try_fold(0i64, |n, b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))?);
+    let (day, year) = (
+        small_number(d)?,
+        y.iter()
+            .try_fold(0i64, |n, b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))?,
+    );
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
     let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(month - 1) as usize];
     (year >= 1 && day >= 1 && day <= days).then_some((year, month, day))
@@ -448,7 +474,9 @@ fn small_number(s: &[u8]) -> Option<i64> {
 /// (`[A-Z][A-Za-z0-9_+-]*`).
 fn is_config_tag(tag: &[u8]) -> bool {
     (tag == b"AAA" || tag.starts_with(b"BBB"))
-        && tag.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+' || b == b'-')
+        && tag
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+' || b == b'-')
 }
 
 /// `T0001`, at most MAX_TAG_CHARS long (parser.py `_is_snapshot_tag`); longer ones go to Python,
@@ -483,7 +511,9 @@ enum Field {
 
 fn compile_plan(plan: Vec<(String, usize)>) -> PyResult<Vec<Field>> {
     if plan.iter().filter(|(kind, _)| kind == "rows").count() > 1 {
-        return Err(pyo3::exceptions::PyValueError::new_err("a record has one rows field at most"));
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "a record has one rows field at most",
+        ));
     }
     plan.into_iter()
         .map(|(kind, i)| {
@@ -496,7 +526,9 @@ fn compile_plan(plan: Vec<(String, usize)>) -> PyResult<Vec<Field>> {
                 "cpu_double" if i < CPU_SLOTS => Field::CpuDouble(i),
                 "cpu_int" if i < CPU_SLOTS => Field::CpuInt(i),
                 other => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown plan field {other} {i}")))
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "unknown plan field {other} {i}"
+                    )))
                 }
             })
         })
@@ -518,8 +550,11 @@ impl Context {
     /// (strings, doubles) as the hooks give them, and in lines mode their JSON texts.
     fn of(answer: &Bound<'_, PyAny>) -> PyResult<Context> {
         let t = answer.downcast::<PyTuple>()?;
-        let mut context =
-            Context { strings: t.get_item(0)?.extract()?, doubles: t.get_item(1)?.extract()?, ..Context::default() };
+        let mut context = Context {
+            strings: t.get_item(0)?.extract()?,
+            doubles: t.get_item(1)?.extract()?,
+            ..Context::default()
+        };
         if t.len() > 2 {
             let strings: Vec<String> = t.get_item(2)?.extract()?;
             let doubles: Vec<Option<String>> = t.get_item(3)?.extract()?;
@@ -533,11 +568,11 @@ impl Context {
 /// Lines mode (`fleetperf parse`): what Python rendered once per file of the JSON lines around
 /// the scanner's part, and the lines written since the last event.
 struct JsonOut {
-    heads: [Vec<u8>; 2],          // nmon_snapshots, cpu_samples: `{"topic": "...", "key": `
-    keys: [Vec<Vec<u8>>; 2],      // per plan field: `, "value": {"host_id": ` then `, "name": `
-    out: Vec<u8>,                 // complete lines, flushed as one event, but for:
-    rows: Vec<(usize, Vec<u8>)>,  // snapshots' rows, moved here, and where in `out` they go
-    counts: [u64; 3],             // nmon_snapshots, cpu_samples, values in `out`
+    heads: [Vec<u8>; 2],         // nmon_snapshots, cpu_samples: `{"topic": "...", "key": `
+    keys: [Vec<Vec<u8>>; 2],     // per plan field: `, "value": {"host_id": ` then `, "name": `
+    out: Vec<u8>,                // complete lines, flushed as one event, but for:
+    rows: Vec<(usize, Vec<u8>)>, // snapshots' rows, moved here, and where in `out` they go
+    counts: [u64; 3],            // nmon_snapshots, cpu_samples, values in `out`
 }
 
 struct Header {
@@ -573,8 +608,11 @@ impl Header {
         let entity_from_labels: Vec<String> = spec.get_item(8)?.extract()?;
         let cpu_fields: Vec<(usize, usize)> = spec.get_item(9)?.extract()?;
         let kinds: Vec<u8> = spec.get_item(10)?.extract()?;
-        let (json_head, json_entities, json_metrics): (String, String, String) =
-            if spec.len() > 11 { spec.get_item(11)?.extract()? } else { Default::default() };
+        let (json_head, json_entities, json_metrics): (String, String, String) = if spec.len() > 11 {
+            spec.get_item(11)?.extract()?
+        } else {
+            Default::default()
+        };
         if kinds.len() != numeric.len() {
             return Err(pyo3::exceptions::PyValueError::new_err("one kind per numeric column"));
         }
@@ -654,8 +692,8 @@ impl Snap {
 #[pyclass(module = "fleetperf_nmon_scan")]
 struct Scanner {
     hooks: PyObject,
-    headers: FxHashMap<TagKey, Rc<Header>>,         // by tag_key
-    long_headers: FxHashMap<Vec<u8>, Rc<Header>>,   // tags of more than 15 bytes
+    headers: FxHashMap<TagKey, Rc<Header>>,       // by tag_key
+    long_headers: FxHashMap<Vec<u8>, Rc<Header>>, // tags of more than 15 bytes
     snaps: Vec<Snap>, // open snapshots in the order they were first seen (usually one or two)
     carry: Vec<u8>,
     next_offset: u64,
@@ -666,7 +704,7 @@ struct Scanner {
     events: Vec<PyObject>,
     json: Option<JsonOut>, // lines mode: records written as `fleetperf parse`'s JSON lines
     values: Vec<Option<f64>>,
-    values_json: Vec<u8>,          // lines mode: the line's values as a JSON list body
+    values_json: Vec<u8>,             // lines mode: the line's values as a JSON list body
     value_spans: Vec<(usize, usize)>, // each value's text in values_json
     labels: Vec<(String, String)>,
     fields: Vec<(usize, usize)>, // cells of the current line as byte ranges, reused
@@ -674,16 +712,16 @@ struct Scanner {
     snapshot_plan: Vec<Field>,
     cpu_plan: Vec<Field>,
     context: Context,
-    seen_zzzz: bool,                                // the first ZZZZ always goes to Python (host configuration)
+    seen_zzzz: bool, // the first ZZZZ always goes to Python (host configuration)
     // AAA/BBB* lines (tag, rest) not yet handed to Python: one call per run of them instead of one
     // per line (an AIX file has ~1,500 BBBP lines); handed over before anything that writes context
     config_lines: Vec<(Vec<u8>, Vec<u8>)>,
     days: FxHashMap<(i64, i64, i64), Option<i64>>, // midnight in epoch ms, None: the offset changes that day
     limits: Limits,
-    started: bool,                              // a non-blank line was seen (and it was AAA,)
+    started: bool, // a non-blank line was seen (and it was AAA,)
     #[pyo3(get)]
     rejected: Option<String>, // why the whole file is not read
-    cut_offset: Option<u64>,  // the file ended inside a line starting here
+    cut_offset: Option<u64>, // the file ended inside a line starting here
     skipping: Option<(Vec<u8>, u64)>, // an over-long line being skipped: its head, its length so far
     seen_ts: FxHashMap<i64, (Vec<u8>, u64)>, // time -> (tag, line) of published snapshots
 }
@@ -744,7 +782,16 @@ impl Scanner {
             json,
             values_json: Vec::new(),
             value_spans: Vec::new(),
-            limits: Limits { max_line, max_snapshot, max_number_chars, percent_max, raw_kept, not_nmon, empty, cut },
+            limits: Limits {
+                max_line,
+                max_snapshot,
+                max_number_chars,
+                percent_max,
+                raw_kept,
+                not_nmon,
+                empty,
+                cut,
+            },
             started: false,
             rejected: None,
             cut_offset: None,
@@ -880,8 +927,9 @@ impl Scanner {
         }
         self.flush_config(py)?;
         self.context = Context::of(&context)?;
-        let (mut done, keep): (Vec<Snap>, Vec<Snap>) =
-            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.ts.is_some() && s.lines > 0);
+        let (mut done, keep): (Vec<Snap>, Vec<Snap>) = std::mem::take(&mut self.snaps)
+            .into_iter()
+            .partition(|s| s.ts.is_some() && s.lines > 0);
         self.snaps = keep;
         done.sort_by_key(|s| s.number);
         for snap in done {
@@ -929,7 +977,9 @@ impl Scanner {
         let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
         json.out.clear();
         json.rows.clear();
-        let event = ("lines", text, snapshots, cpus, values).into_pyobject(py).expect("tuple");
+        let event = ("lines", text, snapshots, cpus, values)
+            .into_pyobject(py)
+            .expect("tuple");
         self.events.push(event.into_any().unbind());
     }
 
@@ -969,7 +1019,10 @@ impl Scanner {
         } else {
             self.cut_offset = Some(offset);
         }
-        let message = format!("line longer than {} bytes ({} bytes): skipped", self.limits.max_line, length);
+        let message = format!(
+            "line longer than {} bytes ({} bytes): skipped",
+            self.limits.max_line, length
+        );
         let kept = head.len().min(self.limits.raw_kept);
         self.dead(py, line_no, offset, message, &head[..kept]);
     }
@@ -1155,7 +1208,12 @@ impl Scanner {
         let answer = self.hooks.call_method1(
             py,
             "scan_control",
-            (PyBytes::new(py, tag), PyBytes::new(py, rest), PyBytes::new(py, line), line_no),
+            (
+                PyBytes::new(py, tag),
+                PyBytes::new(py, rest),
+                PyBytes::new(py, line),
+                line_no,
+            ),
         )?;
         let answer = answer.bind(py);
         if answer.is_none() {
@@ -1192,7 +1250,9 @@ impl Scanner {
                 self.context = Context::of(&answer.get_item(1)?)?;
                 Ok(LineOutcome::Ok)
             }
-            other => Err(pyo3::exceptions::PyValueError::new_err(format!("control hook answered {other:?}"))),
+            other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "control hook answered {other:?}"
+            ))),
         }
     }
 
@@ -1201,8 +1261,9 @@ impl Scanner {
             self.push_event(py, ("config", offset).into_pyobject(py).expect("tuple"));
         }
         // every other open snapshot has seen all its lines now (also when nmon restarted at T0001)
-        let (same, others): (Vec<Snap>, Vec<Snap>) =
-            std::mem::take(&mut self.snaps).into_iter().partition(|s| s.is(tag_key(tag), tag));
+        let (same, others): (Vec<Snap>, Vec<Snap>) = std::mem::take(&mut self.snaps)
+            .into_iter()
+            .partition(|s| s.is(tag_key(tag), tag));
         for snap in others {
             self.close(py, snap);
         }
@@ -1242,7 +1303,10 @@ impl Scanner {
             if snap.lines == 0 {
                 return;
             }
-            format!("snapshot {name}: {} data lines without a valid ZZZZ time line: not published", snap.lines)
+            format!(
+                "snapshot {name}: {} data lines without a valid ZZZZ time line: not published",
+                snap.lines
+            )
         };
         self.dead(py, snap.first_line, snap.first_offset, message, &snap.tag);
     }
@@ -1293,11 +1357,24 @@ impl Scanner {
             .expect("a bytes object")
         };
         let snapshot = record(&self.snapshot_plan);
-        let cpu = if snap.cpu_any { Some(record(&self.cpu_plan)) } else { None };
+        let cpu = if snap.cpu_any {
+            Some(record(&self.cpu_plan))
+        } else {
+            None
+        };
         // the Kafka key is the host_id the records carry (context string 0), as of this snapshot
         let key = self.context.strings.first().map_or("", |k| k.as_str());
-        let event = ("snapshot", snap.number, snap.n_values, snapshot, cpu, snap.first_offset, key);
-        self.events.push(event.into_pyobject(py).expect("tuple").into_any().unbind());
+        let event = (
+            "snapshot",
+            snap.number,
+            snap.n_values,
+            snapshot,
+            cpu,
+            snap.first_offset,
+            key,
+        );
+        self.events
+            .push(event.into_pyobject(py).expect("tuple").into_any().unbind());
     }
 
     /// Lines mode: the snapshot's cpu_samples and nmon_snapshots messages as JSON lines, in the
@@ -1309,7 +1386,11 @@ impl Scanner {
             if which == 1 && !snap.cpu_any {
                 continue;
             }
-            let plan = if which == 0 { &self.snapshot_plan } else { &self.cpu_plan };
+            let plan = if which == 0 {
+                &self.snapshot_plan
+            } else {
+                &self.cpu_plan
+            };
             let context = &self.context;
             let finite = plan.iter().all(|f| match f {
                 Field::ContextDouble(i) => context.json_doubles.get(*i).is_none_or(|d| d.is_some()),
@@ -1371,7 +1452,9 @@ impl Scanner {
     fn write_field(&self, out: &mut Vec<u8>, field: Field, snap: &Snap) {
         match field {
             Field::ContextStr(i) => put_str(out, self.context.strings.get(i).map_or("", |s| s.as_str()).as_bytes()),
-            Field::ContextDouble(i) => out.extend_from_slice(&self.context.doubles.get(i).copied().unwrap_or(0.0).to_le_bytes()),
+            Field::ContextDouble(i) => {
+                out.extend_from_slice(&self.context.doubles.get(i).copied().unwrap_or(0.0).to_le_bytes())
+            }
             Field::Ts => put_long(out, snap.ts.expect("emitted snapshots have a time")),
             Field::Tag => put_str(out, &snap.tag),
             Field::Rows => unreachable!("rows are placed by emit"),
@@ -1465,7 +1548,11 @@ impl Scanner {
             let raw = cell(i);
             let trimmed = strip_bytes(raw);
             let nan_text = |t: &[u8]| {
-                let t = if matches!(t.first(), Some(b'-') | Some(b'+')) { &t[1..] } else { t };
+                let t = if matches!(t.first(), Some(b'-') | Some(b'+')) {
+                    &t[1..]
+                } else {
+                    t
+                };
                 t.eq_ignore_ascii_case(b"nan")
             };
             if json_mode {
@@ -1570,38 +1657,38 @@ impl Scanner {
                 }
             }
         } else {
-        rows.extend_from_slice(&header.section_avro);
-        if header.entity_from_labels.is_empty() {
-            rows.extend_from_slice(&header.entities_avro);
-        } else {
-            if !values.is_empty() {
-                put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
-                put_str(rows, entity_of(&header.entity_from_labels, labels).as_bytes());
+            rows.extend_from_slice(&header.section_avro);
+            if header.entity_from_labels.is_empty() {
+                rows.extend_from_slice(&header.entities_avro);
+            } else {
+                if !values.is_empty() {
+                    put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
+                    put_str(rows, entity_of(&header.entity_from_labels, labels).as_bytes());
+                }
+                rows.push(0);
             }
-            rows.push(0);
-        }
-        rows.extend_from_slice(&header.metrics_avro);
-        if !values.is_empty() {
-            put_long(rows, values.len() as i64);
-            for v in values.iter() {
-                match v {
-                    None => rows.push(0),
-                    Some(x) => {
-                        rows.push(2);
-                        rows.extend_from_slice(&x.to_le_bytes());
+            rows.extend_from_slice(&header.metrics_avro);
+            if !values.is_empty() {
+                put_long(rows, values.len() as i64);
+                for v in values.iter() {
+                    match v {
+                        None => rows.push(0),
+                        Some(x) => {
+                            rows.push(2);
+                            rows.extend_from_slice(&x.to_le_bytes());
+                        }
                     }
                 }
             }
-        }
-        rows.push(0);
-        if !labels.is_empty() {
-            put_long(rows, labels.len() as i64);
-            for (k, v) in labels.iter() {
-                put_str(rows, k.as_bytes());
-                put_str(rows, v.as_bytes());
+            rows.push(0);
+            if !labels.is_empty() {
+                put_long(rows, labels.len() as i64);
+                for (k, v) in labels.iter() {
+                    put_str(rows, k.as_bytes());
+                    put_str(rows, v.as_bytes());
+                }
             }
-        }
-        rows.push(0);
+            rows.push(0);
         }
         snap.n_rows += 1;
         snap.n_values += values.len() as u64;
@@ -1612,9 +1699,17 @@ impl Scanner {
         if problems.is_empty() {
             return Ok(LineOutcome::Ok);
         }
-        let more = if problems.len() > 5 { format!("; and {} more", problems.len() - 5) } else { String::new() };
+        let more = if problems.len() > 5 {
+            format!("; and {} more", problems.len() - 5)
+        } else {
+            String::new()
+        };
         problems.truncate(5);
-        Ok(LineOutcome::Error(format!("{}{} (published as null)", problems.join("; "), more)))
+        Ok(LineOutcome::Error(format!(
+            "{}{} (published as null)",
+            problems.join("; "),
+            more
+        )))
     }
 }
 
@@ -1644,7 +1739,9 @@ fn entity_of(columns: &[String], labels: &[(String, String)]) -> String {
         .map(|c| labels.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str()))
         .collect::<Vec<_>>()
         .join(" ");
-    joined.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)).to_string()
+    joined
+        .trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
+        .to_string()
 }
 
 /// dict semantics: a repeated key keeps its first position and takes the last value.
