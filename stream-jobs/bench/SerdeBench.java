@@ -30,11 +30,11 @@ import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
- * Records per second of the job's hand-written Confluent serde against Flink's registry Avro
- * format (flink-avro's RegistryAvroDeserializationSchema / RegistryAvroSerializationSchema, the
- * classes flink-avro-confluent-registry's Confluent variants extend). Flink's side gets a schema
- * coder with the same framing and a map lookup per record, which is what the Confluent client's
- * cache does. Same records, same POJO at the end, one thread, no Kafka. Run: bench/run.sh.
+ * Records per second of the job's hand-written Confluent serde against Flink's registry Avro format
+ * (flink-avro's RegistryAvroDeserializationSchema / RegistryAvroSerializationSchema, the classes
+ * flink-avro-confluent-registry's Confluent variants extend). Flink's side gets a schema coder with
+ * the same framing and a map lookup per record, which is what the Confluent client's cache does.
+ * Same records, same POJO at the end, one thread, no Kafka. Run: bench/run.sh.
  */
 public final class SerdeBench {
   static final int ID = 1;
@@ -48,29 +48,43 @@ public final class SerdeBench {
     List<byte[]> messages = messages(cpu, 10_000);
 
     RegistryAvroDeserializer<CpuSample> ours =
-        new RegistryAvroDeserializer<>(url, "cpu_sample.avsc", CpuSample.class, CpuSample::fromAvro);
+        new RegistryAvroDeserializer<>(
+            url, "cpu_sample.avsc", CpuSample.class, CpuSample::fromAvro);
     ours.open(null);
     RegistryAvroDeserializationSchema<GenericRecord> flinks =
-        new RegistryAvroDeserializationSchema<>(GenericRecord.class, cpu, () -> new MapCoder(Map.of(ID, cpu)));
+        new RegistryAvroDeserializationSchema<>(
+            GenericRecord.class, cpu, () -> new MapCoder(Map.of(ID, cpu)));
     flinks.open(null);
-    DerivedMetricSerializer oursOut = new DerivedMetricSerializer(url, "d-value", "derived_metric.avsc");
+    DerivedMetricSerializer oursOut =
+        new DerivedMetricSerializer(url, "d-value", "derived_metric.avsc");
     oursOut.open(null);
     RegistryAvroSerializationSchema<GenericRecord> flinksOut =
-        RegistryAvroSerializationSchema.forGeneric(derived, () -> new MapCoder(Map.of(ID, derived)));
+        RegistryAvroSerializationSchema.forGeneric(
+            derived, () -> new MapCoder(Map.of(ID, derived)));
     flinksOut.open(null);
-    DerivedMetric m = new DerivedMetric("host0001", "host0001", "steal_pct", 1_700_000_000_000L,
-        1_700_000_060_000L, 3.25, 6, true, 1_700_000_065_000L);
+    DerivedMetric m =
+        new DerivedMetric(
+            "host0001",
+            "host0001",
+            "steal_pct",
+            1_700_000_000_000L,
+            1_700_000_060_000L,
+            3.25,
+            6,
+            true,
+            1_700_000_065_000L);
 
     long[] sink = new long[1];
-    Collector<CpuSample> collect = new Collector<>() {
-      @Override
-      public void collect(CpuSample s) {
-        sink[0] += s.ts;
-      }
+    Collector<CpuSample> collect =
+        new Collector<>() {
+          @Override
+          public void collect(CpuSample s) {
+            sink[0] += s.ts;
+          }
 
-      @Override
-      public void close() {}
-    };
+          @Override
+          public void close() {}
+        };
     for (int round = 0; round < 4; round++) {
       String tag = round == 0 ? "warm-up " : "round " + round;
       long t = System.nanoTime();
@@ -156,7 +170,10 @@ public final class SerdeBench {
     return out;
   }
 
-  /** Confluent framing (magic 0, 4-byte id) with a cached id -> schema map, as the Confluent client caches. */
+  /**
+   * Confluent framing (magic 0, 4-byte id) with a cached id -> schema map, as the Confluent client
+   * caches.
+   */
   static final class MapCoder implements SchemaCoder {
     private final Map<Integer, Schema> byId;
     private final Map<Schema, Integer> ids = new ConcurrentHashMap<>();
@@ -185,16 +202,22 @@ public final class SerdeBench {
 
   static HttpServer stubRegistry(Schema schema) throws IOException {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext("/", exchange -> {
-      String body = exchange.getRequestURI().getPath().startsWith("/schemas/ids/")
-          ? "{\"schema\":" + com.fasterxml.jackson.databind.json.JsonMapper.builder().build()
-              .writeValueAsString(schema.toString()) + "}"
-          : "{\"id\":" + ID + "}";
-      byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-      exchange.sendResponseHeaders(200, bytes.length);
-      exchange.getResponseBody().write(bytes);
-      exchange.close();
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          String body =
+              exchange.getRequestURI().getPath().startsWith("/schemas/ids/")
+                  ? "{\"schema\":"
+                      + com.fasterxml.jackson.databind.json.JsonMapper.builder()
+                          .build()
+                          .writeValueAsString(schema.toString())
+                      + "}"
+                  : "{\"id\":" + ID + "}";
+          byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+          exchange.sendResponseHeaders(200, bytes.length);
+          exchange.getResponseBody().write(bytes);
+          exchange.close();
+        });
     server.start();
     return server;
   }

@@ -1,4 +1,4 @@
-"""`test`: the whole suite (ruff, rustfmt, bundle check, JUnit, pytest); what CI runs."""
+"""`test`: the whole suite (ruff, rustfmt, bundle check, Java format, JUnit, pytest); what CI runs."""
 
 from __future__ import annotations
 
@@ -34,7 +34,12 @@ def cmd_test(args: argparse.Namespace, s: config.Settings) -> int:
             for crate in NATIVE_CRATES
             if shutil.which("cargo")  # without cargo nothing native is built: the Python paths run
         ),
-        ("JUnit (stream-jobs)", ["mvn", "-B", "-ntp", "test"], REPO_ROOT / "stream-jobs"),
+        # spotless: the Java is google-java-format's (pom.xml)
+        (
+            "Java format + JUnit (stream-jobs)",
+            ["mvn", "-B", "-ntp", "spotless:check", "test"],
+            REPO_ROOT / "stream-jobs",
+        ),
         ("pytest (unit + end-to-end)", [sys.executable, "-m", "pytest", *args.pytest_args], REPO_ROOT),
     ]
     failed = []

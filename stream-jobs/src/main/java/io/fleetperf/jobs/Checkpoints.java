@@ -10,16 +10,18 @@ import java.util.Comparator;
 import java.util.Optional;
 import java.util.stream.Stream;
 
-/** Finds the newest complete checkpoint (a chk-N directory with its _metadata) under a directory. */
+/**
+ * Finds the newest complete checkpoint (a chk-N directory with its _metadata) under a directory.
+ */
 final class Checkpoints {
   private Checkpoints() {}
 
   /**
    * Layout of the job's state. Raise it when a change makes old checkpoints unreadable, e.g. the
-   * classes kept in state are renamed or moved (Flink's POJO serializer records class names).
-   * 2: the job's classes moved from io.fleetperf.jobs into wire / samples / windows / flags.
-   * 3: the window accumulators hold a UtilisationWindow (busy_pct, cpu_cores) and TvWindowAccumulator
-   *    lost its busy field; a restored accumulator would lack the new object, so start clean.
+   * classes kept in state are renamed or moved (Flink's POJO serializer records class names). 2:
+   * the job's classes moved from io.fleetperf.jobs into wire / samples / windows / flags. 3: the
+   * window accumulators hold a UtilisationWindow (busy_pct, cpu_cores) and TvWindowAccumulator lost
+   * its busy field; a restored accumulator would lack the new object, so start clean.
    */
   static final int STATE_LAYOUT = readLayout();
 
@@ -31,7 +33,8 @@ final class Checkpoints {
   private static int readLayout() {
     try (InputStream in = Checkpoints.class.getResourceAsStream("state-layout")) {
       if (in == null) {
-        throw new IllegalStateException("resource io/fleetperf/jobs/state-layout missing from the job jar");
+        throw new IllegalStateException(
+            "resource io/fleetperf/jobs/state-layout missing from the job jar");
       }
       return Integer.parseInt(new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim());
     } catch (IOException e) {
@@ -42,11 +45,11 @@ final class Checkpoints {
   static final String LAYOUT_FILE = "state-layout";
 
   /**
-   * The newest checkpoint this version of the job can restore. Checkpoints of another state
-   * layout are moved aside (into {@code superseded-layout-N/}, kept for a downgrade) and the job
-   * starts without state: its Kafka sources resume from the offsets the consumer group committed
-   * with the last checkpoint, so only windows open at that moment are emitted from fewer samples
-   * (and replaced by nothing better). Writes the current layout for the next start.
+   * The newest checkpoint this version of the job can restore. Checkpoints of another state layout
+   * are moved aside (into {@code superseded-layout-N/}, kept for a downgrade) and the job starts
+   * without state: its Kafka sources resume from the offsets the consumer group committed with the
+   * last checkpoint, so only windows open at that moment are emitted from fewer samples (and
+   * replaced by nothing better). Writes the current layout for the next start.
    */
   static Optional<Path> restorable(Path root) {
     try {
@@ -56,12 +59,22 @@ final class Checkpoints {
       if (layout != STATE_LAYOUT) {
         Path aside = root.resolve("superseded-layout-" + layout);
         try (Stream<Path> jobs = Files.list(root)) {
-          for (Path job : jobs.filter(Files::isDirectory).filter(p -> !p.getFileName().toString()
-              .startsWith("superseded-")).toList()) {
+          for (Path job :
+              jobs.filter(Files::isDirectory)
+                  .filter(p -> !p.getFileName().toString().startsWith("superseded-"))
+                  .toList()) {
             Files.createDirectories(aside);
             Files.move(job, aside.resolve(job.getFileName()));
-            System.out.println("checkpoint " + job + " has state layout " + layout + ", this job reads "
-                + STATE_LAYOUT + ": moved to " + aside + "; starting from the committed Kafka offsets");
+            System.out.println(
+                "checkpoint "
+                    + job
+                    + " has state layout "
+                    + layout
+                    + ", this job reads "
+                    + STATE_LAYOUT
+                    + ": moved to "
+                    + aside
+                    + "; starting from the committed Kafka offsets");
           }
         }
         Files.writeString(marker, STATE_LAYOUT + "\n");
@@ -80,7 +93,10 @@ final class Checkpoints {
       return jobs.filter(Files::isDirectory)
           .filter(p -> !p.getFileName().toString().startsWith("superseded-"))
           .flatMap(Checkpoints::children)
-          .filter(p -> p.getFileName().toString().startsWith("chk-") && Files.exists(p.resolve("_metadata")))
+          .filter(
+              p ->
+                  p.getFileName().toString().startsWith("chk-")
+                      && Files.exists(p.resolve("_metadata")))
           .max(Comparator.comparingLong(Checkpoints::modified));
     } catch (IOException e) {
       throw new UncheckedIOException(e);

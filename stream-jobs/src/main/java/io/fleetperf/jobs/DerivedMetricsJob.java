@@ -46,10 +46,10 @@ import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
- * Derived metrics: tumbling event-time windows per entity and source stream ({@link PerStreamWindows})
- * over the cpu, hpm, net-port and z/VM sample topics, one accumulator per input (which metrics
- * each yields: config/metrics.toml), into the derived-metrics topic; final windows feed the rule
- * and baseline flags of the anomaly-flags topic. Settings: {@link JobSettings}.
+ * Derived metrics: tumbling event-time windows per entity and source stream ({@link
+ * PerStreamWindows}) over the cpu, hpm, net-port and z/VM sample topics, one accumulator per input
+ * (which metrics each yields: config/metrics.toml), into the derived-metrics topic; final windows
+ * feed the rule and baseline flags of the anomaly-flags topic. Settings: {@link JobSettings}.
  */
 public final class DerivedMetricsJob {
   private DerivedMetricsJob() {}
@@ -68,17 +68,21 @@ public final class DerivedMetricsJob {
       java.nio.file.Path dir = java.nio.file.Path.of(o.checkpointDir).toAbsolutePath();
       conf.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
       conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, dir.toUri().toString());
-      conf.set(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
+      conf.set(
+          CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
           ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
       conf.set(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS, 3);
-      // a restart (crash, kill, upgrade) continues from the newest complete checkpoint: window state,
+      // a restart (crash, kill, upgrade) continues from the newest complete checkpoint: window
+      // state,
       // Kafka offsets and the open transactions' fate all come from there
-      Checkpoints.restorable(dir).ifPresent(chk -> {
-        System.out.println("restoring from checkpoint " + chk);
-        conf.set(StateRecoveryOptions.SAVEPOINT_PATH, chk.toString());
-        // an operator removed by an upgrade must not block the restore of the others
-        conf.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
-      });
+      Checkpoints.restorable(dir)
+          .ifPresent(
+              chk -> {
+                System.out.println("restoring from checkpoint " + chk);
+                conf.set(StateRecoveryOptions.SAVEPOINT_PATH, chk.toString());
+                // an operator removed by an upgrade must not block the restore of the others
+                conf.set(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
+              });
     }
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
     env.enableCheckpointing(o.checkpointInterval.toMillis(), CheckpointingMode.EXACTLY_ONCE);
@@ -95,13 +99,24 @@ public final class DerivedMetricsJob {
     // Event time is kept per host and source stream inside PerStreamWindows, not as a
     // partition-wide watermark.
     DataStream<DerivedMetric> metrics =
-        windows(o, source(env, o, o.topic(JobSettings.CPU_SAMPLES), CpuSample.class, CpuSample::fromAvro),
-            CpuSample.class, CpuWindowAccumulator.class, CpuWindowAccumulator::new, "cpu");
+        windows(
+            o,
+            source(env, o, o.topic(JobSettings.CPU_SAMPLES), CpuSample.class, CpuSample::fromAvro),
+            CpuSample.class,
+            CpuWindowAccumulator.class,
+            CpuWindowAccumulator::new,
+            "cpu");
     Optional<JobSettings.Topic> hpm = o.optionalTopic(JobSettings.HPM_SAMPLES);
     if (hpm.isPresent()) {
-      metrics = metrics.union(
-          windows(o, source(env, o, hpm.get(), HpmSample.class, HpmSample::fromAvro),
-              HpmSample.class, SlbWindowAccumulator.class, SlbWindowAccumulator::new, "slb"));
+      metrics =
+          metrics.union(
+              windows(
+                  o,
+                  source(env, o, hpm.get(), HpmSample.class, HpmSample::fromAvro),
+                  HpmSample.class,
+                  SlbWindowAccumulator.class,
+                  SlbWindowAccumulator::new,
+                  "slb"));
     }
     Optional<JobSettings.Topic> ports = o.optionalTopic(JobSettings.NET_PORT_SAMPLES);
     if (ports.isPresent()) {
@@ -111,27 +126,52 @@ public final class DerivedMetricsJob {
               .process(new CounterDeltas(), TypeInformation.of(PortDelta.class))
               .name("port-deltas")
               .uid("port-deltas");
-      metrics = metrics.union(
-          windows(o, deltas, PortDelta.class, LacpWindowAccumulator.class, LacpWindowAccumulator::new, "lacp"));
+      metrics =
+          metrics.union(
+              windows(
+                  o,
+                  deltas,
+                  PortDelta.class,
+                  LacpWindowAccumulator.class,
+                  LacpWindowAccumulator::new,
+                  "lacp"));
     }
 
     double floor = o.tvMinVirtualS;
     Optional<JobSettings.Topic> zvmGuests = o.optionalTopic(JobSettings.ZVM_GUEST_SAMPLES);
     if (zvmGuests.isPresent()) {
-      metrics = metrics.union(
-          windows(o, source(env, o, zvmGuests.get(), ZvmCpuSample.class, ZvmCpuSample::fromGuestAvro),
-              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-guest"));
+      metrics =
+          metrics.union(
+              windows(
+                  o,
+                  source(env, o, zvmGuests.get(), ZvmCpuSample.class, ZvmCpuSample::fromGuestAvro),
+                  ZvmCpuSample.class,
+                  TvWindowAccumulator.class,
+                  () -> new TvWindowAccumulator(floor),
+                  "zvm-guest"));
     }
     Optional<JobSettings.Topic> zvmSystems = o.optionalTopic(JobSettings.ZVM_SYSTEM_SAMPLES);
     if (zvmSystems.isPresent()) {
-      metrics = metrics.union(
-          windows(o, source(env, o, zvmSystems.get(), ZvmCpuSample.class, ZvmCpuSample::fromSystemAvro),
-              ZvmCpuSample.class, TvWindowAccumulator.class, () -> new TvWindowAccumulator(floor), "zvm-system"));
+      metrics =
+          metrics.union(
+              windows(
+                  o,
+                  source(
+                      env, o, zvmSystems.get(), ZvmCpuSample.class, ZvmCpuSample::fromSystemAvro),
+                  ZvmCpuSample.class,
+                  TvWindowAccumulator.class,
+                  () -> new TvWindowAccumulator(floor),
+                  "zvm-system"));
     }
 
     JobSettings.Topic derived = o.topic(JobSettings.DERIVED_METRICS);
-    KafkaSink<DerivedMetric> sink = kafkaSink(o, derived.name, "derived",
-        new DerivedMetricSerializer(o.registryUrl, derived.subject, derived.schema), m -> m.entityId);
+    KafkaSink<DerivedMetric> sink =
+        kafkaSink(
+            o,
+            derived.name,
+            "derived",
+            new DerivedMetricSerializer(o.registryUrl, derived.subject, derived.schema),
+            m -> m.entityId);
     metrics.sinkTo(sink).name("derived-metrics").uid("derived-metrics-sink");
 
     DataStream<LateSample> late = null;
@@ -141,9 +181,14 @@ public final class DerivedMetricsJob {
     Optional<JobSettings.Topic> deadLetters = o.optionalTopic(JobSettings.DEAD_LETTERS);
     if (late != null && deadLetters.isPresent()) {
       JobSettings.Topic dl = deadLetters.get();
-      late.sinkTo(kafkaSink(o, dl.name, "late",
-              new LateSampleSerializer(o.registryUrl, dl.subject, dl.schema, o.outOfOrderness.toMillis()),
-              l -> l.stream))
+      late.sinkTo(
+              kafkaSink(
+                  o,
+                  dl.name,
+                  "late",
+                  new LateSampleSerializer(
+                      o.registryUrl, dl.subject, dl.schema, o.outOfOrderness.toMillis()),
+                  l -> l.stream))
           .name("late-samples")
           .uid("late-samples-sink");
     } else if (late != null) {
@@ -162,14 +207,22 @@ public final class DerivedMetricsJob {
               .process(new FlagFunction(detector), TypeInformation.of(AnomalyFlag.class))
               .name("flags")
               .uid("flags");
-      flags.sinkTo(kafkaSink(o, ft.name, "flags",
-              new AnomalyFlagSerializer(o.registryUrl, ft.subject, ft.schema), f -> f.entityId))
+      flags
+          .sinkTo(
+              kafkaSink(
+                  o,
+                  ft.name,
+                  "flags",
+                  new AnomalyFlagSerializer(o.registryUrl, ft.subject, ft.schema),
+                  f -> f.entityId))
           .name("anomaly-flags")
           .uid("anomaly-flags-sink");
     }
   }
 
-  /** Below the broker's transaction.max.timeout.ms (15 min by default), above any checkpoint pause. */
+  /**
+   * Below the broker's transaction.max.timeout.ms (15 min by default), above any checkpoint pause.
+   */
   private static final String TRANSACTION_TIMEOUT_MS = "600000";
 
   /** A key for Kafka's partitioning (the entity), as a function Flink can ship. */
@@ -177,24 +230,28 @@ public final class DerivedMetricsJob {
 
   /** Exactly once: one transaction per checkpoint, under a prefix per output. */
   private static <T> KafkaSink<T> kafkaSink(
-      JobSettings o, String topic, String prefix, SerializationSchema<T> value,
-      KeyOf<T> key) {
+      JobSettings o, String topic, String prefix, SerializationSchema<T> value, KeyOf<T> key) {
     return KafkaSink.<T>builder()
         .setBootstrapServers(o.bootstrap)
         .setRecordSerializer(
             KafkaRecordSerializationSchema.<T>builder()
                 .setTopic(topic)
-                .setKeySerializationSchema(v -> key.apply(v).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .setKeySerializationSchema(
+                    v -> key.apply(v).getBytes(java.nio.charset.StandardCharsets.UTF_8))
                 .setValueSerializationSchema(value)
                 .build())
-        .setDeliveryGuarantee(o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE)
+        .setDeliveryGuarantee(
+            o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE)
         .setTransactionalIdPrefix(o.groupId + "-" + prefix)
         .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
         .build();
   }
 
   private static <T> DataStream<T> source(
-      StreamExecutionEnvironment env, JobSettings o, JobSettings.Topic topic, Class<T> type,
+      StreamExecutionEnvironment env,
+      JobSettings o,
+      JobSettings.Topic topic,
+      Class<T> type,
       RegistryAvroDeserializer.Mapper<T> mapper) {
     KafkaSource<T> source =
         KafkaSource.<T>builder()
@@ -202,27 +259,41 @@ public final class DerivedMetricsJob {
             .setTopics(topic.name)
             .setGroupId(o.groupId)
             .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-            .setDeserializer(new RegistryAvroDeserializer<>(o.registryUrl, topic.schema, type, mapper))
+            .setDeserializer(
+                new RegistryAvroDeserializer<>(o.registryUrl, topic.schema, type, mapper))
             .build();
     // the uid keeps the topic name: a restore finds the source's offsets under it
-    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic.name).uid("source-" + topic.name);
+    return env.fromSource(source, WatermarkStrategy.noWatermarks(), topic.name)
+        .uid("source-" + topic.name);
   }
 
-  private static <T extends Sample, A extends WindowAccumulator<T>> DataStream<DerivedMetric> windows(
-      JobSettings o, DataStream<T> samples, Class<T> sampleType, Class<A> accumulator,
-      PerStreamWindows.SerializableSupplier<A> newAccumulator, String name) {
+  private static <T extends Sample, A extends WindowAccumulator<T>>
+      DataStream<DerivedMetric> windows(
+          JobSettings o,
+          DataStream<T> samples,
+          Class<T> sampleType,
+          Class<A> accumulator,
+          PerStreamWindows.SerializableSupplier<A> newAccumulator,
+          String name) {
     OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(sampleType));
     SingleOutputStreamOperator<DerivedMetric> out =
         samples
             .keyBy(Sample::streamKey, Types.STRING)
             .process(
-                new PerStreamWindows<>(accumulator, newAccumulator, late, o.window.toMillis(),
-                    o.outOfOrderness.toMillis(), o.idleFlush.toMillis(), o.streamRetain.toMillis()),
+                new PerStreamWindows<>(
+                    accumulator,
+                    newAccumulator,
+                    late,
+                    o.window.toMillis(),
+                    o.outOfOrderness.toMillis(),
+                    o.idleFlush.toMillis(),
+                    o.streamRetain.toMillis()),
                 TypeInformation.of(DerivedMetric.class))
             .name(name + "-windows")
             .uid(name + "-windows");
     DataStream<LateSample> lateSamples =
-        out.getSideOutput(late).map(s -> new LateSample(name, s), TypeInformation.of(LateSample.class))
+        out.getSideOutput(late)
+            .map(s -> new LateSample(name, s), TypeInformation.of(LateSample.class))
             .name(name + "-late");
     LATE.get().add(lateSamples);
     return out;

@@ -20,15 +20,16 @@ import java.util.Properties;
 
 /**
  * The job's settings, read from one JSON file ({@code --settings FILE}) that the Python side writes
- * from config/fleetperf.toml after its FLEETPERF__SECTION__KEY overrides
- * ({@code fleetperf.config.job_settings}, written by {@code ./fleetperf up} to
- * {@code <state>/job-settings.json}). There are no defaults here: a missing key is an error naming
- * the key and the file, so config/fleetperf.toml stays the one place where values are defined.
- * Topics are looked up by their key in [topics]; name, schema file and subject come with them.
+ * from config/fleetperf.toml after its FLEETPERF__SECTION__KEY overrides ({@code
+ * fleetperf.config.job_settings}, written by {@code ./fleetperf up} to {@code
+ * <state>/job-settings.json}). There are no defaults here: a missing key is an error naming the key
+ * and the file, so config/fleetperf.toml stays the one place where values are defined. Topics are
+ * looked up by their key in [topics]; name, schema file and subject come with them.
  */
 public final class JobSettings implements Serializable {
   /** Keys of [topics] the job reads and writes. */
   public static final String CPU_SAMPLES = "cpu_samples";
+
   public static final String HPM_SAMPLES = "hpm_samples";
   public static final String NET_PORT_SAMPLES = "net_port_samples";
   public static final String ZVM_GUEST_SAMPLES = "zvm_guest_samples";
@@ -58,23 +59,33 @@ public final class JobSettings implements Serializable {
   public final String bootstrap;
   public final String registryUrl;
   private final Map<String, Topic> topics;
+
   /** No T/V below this many virtual CPU seconds in a window. */
   public final double tvMinVirtualS;
+
   /** The flag rules and baselines (a properties file, config/flag-rules.properties by default). */
   public final String flagRules;
+
   public final int flagMaxGapWindows;
+
   /** Exactly once into Kafka (transactions committed on checkpoints) or at least once. */
   public final boolean exactlyOnce;
-  /** Where checkpoints are kept and, on start, restored from (the newest complete one); empty: none. */
+
+  /**
+   * Where checkpoints are kept and, on start, restored from (the newest complete one); empty: none.
+   */
   public final String checkpointDir;
+
   public final String groupId;
   public final Duration window;
   public final Duration outOfOrderness;
   public final Duration idleFlush;
   public final Duration checkpointInterval;
   public final Duration streamRetain;
+
   /** REST port of the MiniCluster; 0 = Flink's default. */
   public final int restPort;
+
   /** Operator parallelism; 0 = Flink's default (all cores on the local MiniCluster). */
   public final int parallelism;
 
@@ -84,10 +95,15 @@ public final class JobSettings implements Serializable {
     registryUrl = text(node(root, "registry"), "url");
     Map<String, Topic> t = new LinkedHashMap<>();
     JsonNode topicsNode = node(root, "topics");
-    topicsNode.fieldNames().forEachRemaining(key -> {
-      JsonNode spec = node(topicsNode, key);
-      t.put(key, new Topic(key, text(spec, "name"), text(spec, "schema"), text(spec, "subject")));
-    });
+    topicsNode
+        .fieldNames()
+        .forEachRemaining(
+            key -> {
+              JsonNode spec = node(topicsNode, key);
+              t.put(
+                  key,
+                  new Topic(key, text(spec, "name"), text(spec, "schema"), text(spec, "subject")));
+            });
     topics = Collections.unmodifiableMap(t);
     JsonNode flink = node(root, "flink");
     tvMinVirtualS = number(flink, "tv_min_virtual_seconds");
@@ -119,7 +135,9 @@ public final class JobSettings implements Serializable {
     return t;
   }
 
-  /** A topic the job uses when configured (an input the deployment does not have is not consumed). */
+  /**
+   * A topic the job uses when configured (an input the deployment does not have is not consumed).
+   */
   public Optional<Topic> optionalTopic(String key) {
     return Optional.ofNullable(topics.get(key));
   }
@@ -132,13 +150,15 @@ public final class JobSettings implements Serializable {
     } catch (IOException e) {
       throw new UncheckedIOException(origin + ": cannot read flink.flag_rules " + flagRules, e);
     }
-    return new FlagDetector(FlagRule.fromProperties(p), BaselineSettings.fromProperties(p), flagMaxGapWindows);
+    return new FlagDetector(
+        FlagRule.fromProperties(p), BaselineSettings.fromProperties(p), flagMaxGapWindows);
   }
 
   public static JobSettings parse(String[] args) {
     if (args.length != 2 || !args[0].equals("--settings")) {
-      throw new IllegalArgumentException("usage: --settings FILE.json (written by ./fleetperf up from"
-          + " config/fleetperf.toml: fleetperf.config.job_settings)");
+      throw new IllegalArgumentException(
+          "usage: --settings FILE.json (written by ./fleetperf up from"
+              + " config/fleetperf.toml: fleetperf.config.job_settings)");
     }
     return read(Path.of(args[1]));
   }

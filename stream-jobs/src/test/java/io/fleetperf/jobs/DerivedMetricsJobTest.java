@@ -51,11 +51,14 @@ class DerivedMetricsJobTest {
   void aMissingKeyNamesTheKeyAndTheFile() throws IOException {
     String json = shippedJson().replace("\"window_seconds\"", "\"window_secs\"");
     IllegalArgumentException e =
-        assertThrows(IllegalArgumentException.class, () -> JobSettings.fromJson(json, "/x/job-settings.json"));
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> JobSettings.fromJson(json, "/x/job-settings.json"));
     assertEquals("/x/job-settings.json: missing window_seconds", e.getMessage());
     String badDelivery = shippedJson().replace("\"exactly-once\"", "\"twice\"");
     assertThrows(IllegalArgumentException.class, () -> JobSettings.fromJson(badDelivery, "f"));
-    assertThrows(IllegalArgumentException.class, () -> JobSettings.parse(new String[] {"--bootstrap", "x"}));
+    assertThrows(
+        IllegalArgumentException.class, () -> JobSettings.parse(new String[] {"--bootstrap", "x"}));
   }
 
   @Test
@@ -66,7 +69,8 @@ class DerivedMetricsJobTest {
     assertTrue(Checkpoints.newest(root).isPresent());
     assertFalse(Checkpoints.restorable(root).isPresent());
     assertTrue(Files.exists(root.resolve("superseded-layout-1/0123abcd/chk-7/_metadata")));
-    assertEquals(Checkpoints.STATE_LAYOUT + "\n", Files.readString(root.resolve(Checkpoints.LAYOUT_FILE)));
+    assertEquals(
+        Checkpoints.STATE_LAYOUT + "\n", Files.readString(root.resolve(Checkpoints.LAYOUT_FILE)));
     Path current = root.resolve("4567ef01/chk-9");
     Files.createDirectories(current);
     Files.writeString(current.resolve("_metadata"), "x");

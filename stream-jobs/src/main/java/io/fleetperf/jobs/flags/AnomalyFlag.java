@@ -6,8 +6,10 @@ public class AnomalyFlag {
   public String entityName;
   public String metric;
   public String rule;
+
   /** "rule" or "baseline". */
   public String kind;
+
   public long windowStart;
   public long windowEnd;
   public double observed;
@@ -17,8 +19,10 @@ public class AnomalyFlag {
   public String explanation;
   public String incidentId;
   public long incidentStart;
+
   /** Set on the incident's last window once the metric is back to normal. */
   public Long incidentEnd;
+
   public double incidentPeak;
   public int incidentWindows;
   public long emittedAt;
@@ -50,7 +54,15 @@ public class AnomalyFlag {
 
   @Override
   public String toString() {
-    return entityId + " " + rule + " [" + windowStart + "] " + observed + " incident " + incidentId
+    return entityId
+        + " "
+        + rule
+        + " ["
+        + windowStart
+        + "] "
+        + observed
+        + " incident "
+        + incidentId
         + (incidentEnd == null ? " open" : " closed");
   }
 }

@@ -23,8 +23,12 @@ public class BaselineSettings implements Serializable {
   public double highQuantile = 0.95;
   public double widthFactor = 1.0;
   public double absMargin = 5.0;
-  /** baseline.abs_margin.METRIC: the floor in the metric's own unit (cores for physc, ratio for tv). */
+
+  /**
+   * baseline.abs_margin.METRIC: the floor in the metric's own unit (cores for physc, ratio for tv).
+   */
   public java.util.HashMap<String, Double> absMargins = new java.util.HashMap<>();
+
   public double relMargin = 0.25;
   public int minWindows = 3;
   public String severity = "info";
@@ -45,7 +49,8 @@ public class BaselineSettings implements Serializable {
     b.absMargin = Double.parseDouble(p.getProperty("baseline.abs_margin", "5.0"));
     for (String key : p.stringPropertyNames()) {
       if (key.startsWith("baseline.abs_margin.")) {
-        b.absMargins.put(key.substring("baseline.abs_margin.".length()), Double.parseDouble(p.getProperty(key)));
+        b.absMargins.put(
+            key.substring("baseline.abs_margin.".length()), Double.parseDouble(p.getProperty(key)));
       }
     }
     b.relMargin = Double.parseDouble(p.getProperty("baseline.rel_margin", "0.25"));

@@ -11,9 +11,9 @@ import java.util.Locale;
  * Rule and baseline flags of one entity's metric, window by window (final windows only, in order).
  * Consecutive breaking windows merge into one incident: it opens once a rule has held for its
  * minimum number of windows (all those windows are flagged), grows while it holds, and closes at
- * the first normal window (the incident's last row is re-emitted with its end). More than
- * {@code maxGapWindows} windows without data also end a streak: sustained means seen sustained.
- * Pure logic; {@link FlagFunction} keeps the state in Flink.
+ * the first normal window (the incident's last row is re-emitted with its end). More than {@code
+ * maxGapWindows} windows without data also end a streak: sustained means seen sustained. Pure
+ * logic; {@link FlagFunction} keeps the state in Flink.
  */
 public final class FlagDetector implements java.io.Serializable {
   public static final String BASELINE = "baseline";
@@ -50,7 +50,8 @@ public final class FlagDetector implements java.io.Serializable {
   }
 
   public boolean watches(String metric) {
-    return baseline.metrics.contains(metric) || rules.stream().anyMatch(r -> r.metric.equals(metric));
+    return baseline.metrics.contains(metric)
+        || rules.stream().anyMatch(r -> r.metric.equals(metric));
   }
 
   public List<AnomalyFlag> evaluate(State s, DerivedMetric m, long now) {
@@ -59,7 +60,8 @@ public final class FlagDetector implements java.io.Serializable {
       return out; // early results are replaced later; a window seen twice (replay) counts once
     }
     long size = Math.max(1, m.windowEnd - m.windowStart);
-    if (s.lastWindowEnd != Long.MIN_VALUE && m.windowStart - s.lastWindowEnd > maxGapWindows * size) {
+    if (s.lastWindowEnd != Long.MIN_VALUE
+        && m.windowStart - s.lastWindowEnd > maxGapWindows * size) {
       for (Run run : s.runs.values()) {
         close(run, out, now);
       }
@@ -73,9 +75,25 @@ public final class FlagDetector implements java.io.Serializable {
       Run run = s.runs.computeIfAbsent(rule.name, k -> new Run());
       if (rule.breaks(m.value)) {
         int streak = (run.open ? run.windows : run.pending.size()) + 1;
-        AnomalyFlag f = flag(m, rule.name, "rule", rule.threshold, null, rule.severity, String.format(Locale.ROOT,
-            "%s %.4g %s %.4g for %d window(s): %s (%s)", m.metric, m.value, rule.op, rule.threshold, streak,
-            rule.why, rule.source), now);
+        AnomalyFlag f =
+            flag(
+                m,
+                rule.name,
+                "rule",
+                rule.threshold,
+                null,
+                rule.severity,
+                String.format(
+                    Locale.ROOT,
+                    "%s %.4g %s %.4g for %d window(s): %s (%s)",
+                    m.metric,
+                    m.value,
+                    rule.op,
+                    rule.threshold,
+                    streak,
+                    rule.why,
+                    rule.source),
+                now);
         extend(run, f, rule.minWindows, rule.worse(run.open ? run.peak : m.value, m.value), out);
       } else {
         run.pending.clear();
@@ -96,15 +114,35 @@ public final class FlagDetector implements java.io.Serializable {
       double lo = quantile(sorted, baseline.lowQuantile);
       double hi = quantile(sorted, baseline.highQuantile);
       double median = quantile(sorted, 0.5);
-      double margin = Math.max((hi - lo) * baseline.widthFactor,
-          Math.max(baseline.absMargin(m.metric), baseline.relMargin * Math.abs(median)));
+      double margin =
+          Math.max(
+              (hi - lo) * baseline.widthFactor,
+              Math.max(baseline.absMargin(m.metric), baseline.relMargin * Math.abs(median)));
       boolean above = m.value > hi + margin;
       if (above || m.value < lo - margin) {
         double edge = above ? hi + margin : lo - margin;
-        AnomalyFlag f = flag(m, BASELINE, BASELINE, edge, median, baseline.severity, String.format(Locale.ROOT,
-            "%s %.4g outside this entity's usual %.4g..%.4g (median %.4g of its last %d windows)", m.metric,
-            m.value, lo - margin, hi + margin, median, s.count), now);
-        double peak = run.open && Math.abs(run.peak - median) > Math.abs(m.value - median) ? run.peak : m.value;
+        AnomalyFlag f =
+            flag(
+                m,
+                BASELINE,
+                BASELINE,
+                edge,
+                median,
+                baseline.severity,
+                String.format(
+                    Locale.ROOT,
+                    "%s %.4g outside this entity's usual %.4g..%.4g (median %.4g of its last %d windows)",
+                    m.metric,
+                    m.value,
+                    lo - margin,
+                    hi + margin,
+                    median,
+                    s.count),
+                now);
+        double peak =
+            run.open && Math.abs(run.peak - median) > Math.abs(m.value - median)
+                ? run.peak
+                : m.value;
         extend(run, f, baseline.minWindows, peak, out);
       } else {
         run.pending.clear();
@@ -126,7 +164,8 @@ public final class FlagDetector implements java.io.Serializable {
     return sorted[i] + (sorted[j] - sorted[i]) * (pos - i);
   }
 
-  private static void extend(Run run, AnomalyFlag f, int minWindows, double peak, List<AnomalyFlag> out) {
+  private static void extend(
+      Run run, AnomalyFlag f, int minWindows, double peak, List<AnomalyFlag> out) {
     if (run.open) {
       run.windows++;
       run.peak = peak;
@@ -181,8 +220,15 @@ public final class FlagDetector implements java.io.Serializable {
     run.last = null;
   }
 
-  private static AnomalyFlag flag(DerivedMetric m, String rule, String kind, double threshold, Double baseline,
-      String severity, String explanation, long now) {
+  private static AnomalyFlag flag(
+      DerivedMetric m,
+      String rule,
+      String kind,
+      double threshold,
+      Double baseline,
+      String severity,
+      String explanation,
+      long now) {
     AnomalyFlag f = new AnomalyFlag();
     f.entityId = m.entityId;
     f.entityName = m.entityName;

@@ -8,7 +8,10 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
-/** {@link FlagDetector} per entity and metric, its state in Flink (keyed: scales out, no global state). */
+/**
+ * {@link FlagDetector} per entity and metric, its state in Flink (keyed: scales out, no global
+ * state).
+ */
 public class FlagFunction extends KeyedProcessFunction<String, DerivedMetric, AnomalyFlag> {
   private final FlagDetector detector;
   private transient ValueState<FlagDetector.State> state;
@@ -19,12 +22,16 @@ public class FlagFunction extends KeyedProcessFunction<String, DerivedMetric, An
 
   @Override
   public void open(OpenContext context) {
-    state = getRuntimeContext().getState(
-        new ValueStateDescriptor<>("flag-state", TypeInformation.of(FlagDetector.State.class)));
+    state =
+        getRuntimeContext()
+            .getState(
+                new ValueStateDescriptor<>(
+                    "flag-state", TypeInformation.of(FlagDetector.State.class)));
   }
 
   @Override
-  public void processElement(DerivedMetric m, Context ctx, Collector<AnomalyFlag> out) throws Exception {
+  public void processElement(DerivedMetric m, Context ctx, Collector<AnomalyFlag> out)
+      throws Exception {
     FlagDetector.State s = state.value();
     if (s == null) {
       s = new FlagDetector.State();

@@ -14,20 +14,31 @@ import java.util.TreeSet;
 public class FlagRule implements Serializable {
   public String name;
   public String metric;
+
   /** ">" or "<". */
   public String op;
+
   public double threshold;
   public int minWindows;
   public String severity;
+
   /** Where the threshold comes from, e.g. "seed 004 L2481". */
   public String source;
+
   /** One line a user reads: what the rule means. */
   public String why;
 
   public FlagRule() {}
 
-  public FlagRule(String name, String metric, String op, double threshold, int minWindows, String severity,
-      String source, String why) {
+  public FlagRule(
+      String name,
+      String metric,
+      String op,
+      double threshold,
+      int minWindows,
+      String severity,
+      String source,
+      String why) {
     this.name = name;
     this.metric = metric;
     this.op = op;
@@ -60,9 +71,16 @@ public class FlagRule implements Serializable {
     List<FlagRule> rules = new ArrayList<>();
     for (String n : names) {
       String k = "rule." + n + ".";
-      rules.add(new FlagRule(n, need(p, k + "metric"), need(p, k + "op"), Double.parseDouble(need(p, k + "threshold")),
-          Integer.parseInt(p.getProperty(k + "min_windows", "1")), p.getProperty(k + "severity", "warning"),
-          p.getProperty(k + "source", ""), p.getProperty(k + "why", n)));
+      rules.add(
+          new FlagRule(
+              n,
+              need(p, k + "metric"),
+              need(p, k + "op"),
+              Double.parseDouble(need(p, k + "threshold")),
+              Integer.parseInt(p.getProperty(k + "min_windows", "1")),
+              p.getProperty(k + "severity", "warning"),
+              p.getProperty(k + "source", ""),
+              p.getProperty(k + "why", n)));
     }
     return rules;
   }

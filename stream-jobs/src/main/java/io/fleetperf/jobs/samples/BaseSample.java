@@ -5,13 +5,16 @@ public abstract class BaseSample implements Sample {
   public String hostId;
   public String hostname;
   public long ts;
+
   /** The source stream the sample came from (origin file or command); one stream is in order. */
   public String stream = "";
+
   /** The record came with the end-of-stream header (see {@link Sample#endOfStream()}). */
   public boolean endOfStream;
+
   /**
-   * The stream's watermark promise that came with the record ({@link StreamWatermark}), or
-   * {@link StreamWatermark#NONE}.
+   * The stream's watermark promise that came with the record ({@link StreamWatermark}), or {@link
+   * StreamWatermark#NONE}.
    */
   public long promised = StreamWatermark.NONE;
 

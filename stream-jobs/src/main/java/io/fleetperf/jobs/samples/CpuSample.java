@@ -8,22 +8,38 @@ public class CpuSample extends BaseSample {
   public Double stealPct;
   public Double physc;
   public Double entitled;
+
   /** AIX shared pool: its size and its idle processors (null where the source has no pool). */
   public Double poolCpus;
+
   public Double poolIdle;
+
   /** Idle % of the host's CPU time and its logical CPUs (utilisation family; null where absent). */
   public Double idlePct;
+
   public Integer cpus;
 
   public CpuSample() {}
 
   public CpuSample(
-      String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled) {
+      String hostId,
+      String hostname,
+      long ts,
+      double intervalS,
+      Double stealPct,
+      Double physc,
+      Double entitled) {
     this(hostId, hostname, ts, intervalS, stealPct, physc, entitled, "");
   }
 
   public CpuSample(
-      String hostId, String hostname, long ts, double intervalS, Double stealPct, Double physc, Double entitled,
+      String hostId,
+      String hostname,
+      long ts,
+      double intervalS,
+      Double stealPct,
+      Double physc,
+      Double entitled,
       String stream) {
     this.hostId = hostId;
     this.hostname = hostname;
@@ -54,14 +70,14 @@ public class CpuSample extends BaseSample {
     Double poolCpus = r.hasField("pool_cpus") ? (Double) r.get("pool_cpus") : null;
     Double poolIdle = r.hasField("pool_idle") ? (Double) r.get("pool_idle") : null;
     return new CpuSample(
-        r.get("host_id").toString(),
-        r.get("hostname").toString(),
-        (Long) r.get("ts"),
-        (Double) r.get("interval_s"),
-        (Double) r.get("steal_pct"),
-        (Double) r.get("physc"),
-        (Double) r.get("entitled"),
-        r.get("origin_file").toString())
+            r.get("host_id").toString(),
+            r.get("hostname").toString(),
+            (Long) r.get("ts"),
+            (Double) r.get("interval_s"),
+            (Double) r.get("steal_pct"),
+            (Double) r.get("physc"),
+            (Double) r.get("entitled"),
+            r.get("origin_file").toString())
         .withPool(poolCpus, poolIdle)
         .withIdle((Double) r.get("idle_pct"), (Integer) r.get("cpus"));
   }

@@ -15,7 +15,14 @@ public class HpmSample extends BaseSample {
   public HpmSample() {}
 
   public HpmSample(
-      String hostId, long ts, Double durationS, Long dslb, Long islb, Long ierat, Long instructions, Long cycles) {
+      String hostId,
+      long ts,
+      Double durationS,
+      Long dslb,
+      Long islb,
+      Long ierat,
+      Long instructions,
+      Long cycles) {
     this.hostId = hostId;
     this.hostname = hostId;
     this.ts = ts;
@@ -31,15 +38,16 @@ public class HpmSample extends BaseSample {
   public static HpmSample fromAvro(GenericRecord r) {
     @SuppressWarnings("unchecked")
     Map<Object, Object> counters = (Map<Object, Object>) r.get("counters");
-    HpmSample s = new HpmSample(
-        r.get("host_id").toString(),
-        (Long) r.get("ts"),
-        (Double) r.get("duration_s"),
-        counter(counters, "PM_DSLB_MISS"),
-        counter(counters, "PM_ISLB_MISS"),
-        counter(counters, "PM_IERAT_MISS"),
-        counter(counters, "PM_RUN_INST_CMPL"),
-        counter(counters, "PM_RUN_CYC"));
+    HpmSample s =
+        new HpmSample(
+            r.get("host_id").toString(),
+            (Long) r.get("ts"),
+            (Double) r.get("duration_s"),
+            counter(counters, "PM_DSLB_MISS"),
+            counter(counters, "PM_ISLB_MISS"),
+            counter(counters, "PM_IERAT_MISS"),
+            counter(counters, "PM_RUN_INST_CMPL"),
+            counter(counters, "PM_RUN_CYC"));
     s.hostname = r.get("hostname").toString();
     s.stream = r.get("origin").toString();
     return s;

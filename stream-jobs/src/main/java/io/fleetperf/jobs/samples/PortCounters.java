@@ -11,13 +11,17 @@ public class PortCounters {
   public long ts;
   public Long txPackets;
   public Long rxPackets;
-  /** LACP state of the member port: false when Actor or Partner is not IN_SYNC or the aggregation is
-   * not Aggregated (seed 000 L12817); null when the source does not report it. */
+
+  /**
+   * LACP state of the member port: false when Actor or Partner is not IN_SYNC or the aggregation is
+   * not Aggregated (seed 000 L12817); null when the source does not report it.
+   */
   public Boolean inSync;
 
   public PortCounters() {}
 
-  public PortCounters(String hostId, String aggregation, String adapter, long ts, Long txPackets, Long rxPackets) {
+  public PortCounters(
+      String hostId, String aggregation, String adapter, long ts, Long txPackets, Long rxPackets) {
     this.hostId = hostId;
     this.hostname = hostId;
     this.aggregation = aggregation;
@@ -29,9 +33,14 @@ public class PortCounters {
 
   public static PortCounters fromAvro(GenericRecord r) {
     Object agg = r.get("aggregation");
-    PortCounters p = new PortCounters(
-        r.get("host_id").toString(), agg == null ? null : agg.toString(), r.get("adapter").toString(),
-        (Long) r.get("ts"), (Long) r.get("tx_packets"), (Long) r.get("rx_packets"));
+    PortCounters p =
+        new PortCounters(
+            r.get("host_id").toString(),
+            agg == null ? null : agg.toString(),
+            r.get("adapter").toString(),
+            (Long) r.get("ts"),
+            (Long) r.get("tx_packets"),
+            (Long) r.get("rx_packets"));
     p.hostname = r.get("hostname").toString();
     p.inSync = inSync(r.get("actor_sync"), r.get("partner_sync"), r.get("aggregation_status"));
     return p;

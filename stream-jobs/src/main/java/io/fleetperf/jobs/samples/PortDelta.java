@@ -6,13 +6,20 @@ public class PortDelta extends BaseSample {
   public String adapter;
   public long tx;
   public long rx;
+
   /** The port's LACP state at this sample (see PortCounters#inSync). */
   public Boolean inSync;
 
   public PortDelta() {}
 
   public PortDelta(
-      String hostId, String hostname, String aggregation, String adapter, long ts, long tx, long rx) {
+      String hostId,
+      String hostname,
+      String aggregation,
+      String adapter,
+      long ts,
+      long tx,
+      long rx) {
     this.hostId = hostId;
     this.hostname = hostname;
     this.aggregation = aggregation;

@@ -21,8 +21,8 @@ public interface Sample {
   }
 
   /**
-   * The record's watermark promise: no later record of this stream has a timestamp below it
-   * (the Kafka header {@link StreamWatermark#HEADER}); {@link StreamWatermark#NONE} without one.
+   * The record's watermark promise: no later record of this stream has a timestamp below it (the
+   * Kafka header {@link StreamWatermark#HEADER}); {@link StreamWatermark#NONE} without one.
    */
   default long promised() {
     return StreamWatermark.NONE;

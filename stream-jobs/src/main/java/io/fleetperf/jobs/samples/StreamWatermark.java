@@ -11,8 +11,8 @@ import org.apache.kafka.common.header.Headers;
  * every sample (Python: {@code fleetperf.ingest.watermark.HEADER}, which says which sources promise
  * and what the promise rests on). Like {@link EndOfStream#HEADER} it rides on the record itself, so
  * it is in the stream's partition, in the stream's order, and is held back with the record while
- * the collector spools during a Kafka outage: no wall clock is involved.
- * {@code PerStreamWindows} closes a window once its stream's promise reaches the window's end.
+ * the collector spools during a Kafka outage: no wall clock is involved. {@code PerStreamWindows}
+ * closes a window once its stream's promise reaches the window's end.
  */
 public final class StreamWatermark {
   public static final String HEADER = "fleetperf-stream-watermark";
@@ -42,7 +42,10 @@ public final class StreamWatermark {
     }
   }
 
-  /** Puts the record's promise on a decoded sample (inputs that are not {@link BaseSample}s have none). */
+  /**
+   * Puts the record's promise on a decoded sample (inputs that are not {@link BaseSample}s have
+   * none).
+   */
   public static <T> T apply(T value, Headers headers) {
     if (value instanceof BaseSample sample) {
       sample.promised = promised(headers);

@@ -12,17 +12,26 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
   public String hostId;
   public String hostname;
   public int samples;
+
   /** Σ interval and Σ steal% × interval over samples that report steal. */
   public double stealSeconds;
+
   public double stealWeighted;
+
   /** Σ interval, Σ physc × interval and Σ entitled × interval over samples that report both. */
   public double lparSeconds;
+
   public double physcWeighted;
   public double entitledWeighted;
+
   /** Largest physc of the window (for VPs needed). */
   public double maxPhysc = -1;
-  /** Σ interval, Σ (pool − idle) × interval and Σ pool × interval over samples with a pool idle > 0. */
+
+  /**
+   * Σ interval, Σ (pool − idle) × interval and Σ pool × interval over samples with a pool idle > 0.
+   */
   public double poolSeconds;
+
   public double poolUsedWeighted;
   public double poolCpusWeighted;
 
@@ -93,29 +102,62 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
    * LPAR's shared pool in use (pool − idle, time-weighted) and pool_used_pct of the pool size.
    */
   @Override
-  public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
+  public List<DerivedMetric> metrics(
+      long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(8);
     utilisation.emit(out, hostId, hostname, samples, windowStart, windowEnd, isFinal, emittedAt);
     if (stealSeconds > 0) {
-      out.add(metric(Metrics.STEAL_PCT, stealWeighted / stealSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.STEAL_PCT,
+              stealWeighted / stealSeconds,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
     }
     if (lparSeconds > 0) {
-      out.add(metric(Metrics.PHYSC, physcWeighted / lparSeconds, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.PHYSC,
+              physcWeighted / lparSeconds,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
       if (entitledWeighted > 0) {
         out.add(
-            metric(Metrics.ENTC_PCT, 100.0 * physcWeighted / entitledWeighted, windowStart, windowEnd, isFinal,
+            metric(
+                Metrics.ENTC_PCT,
+                100.0 * physcWeighted / entitledWeighted,
+                windowStart,
+                windowEnd,
+                isFinal,
                 emittedAt));
       }
     }
     if (maxPhysc >= 0) {
       // a hair over a whole processor is measurement noise, not one more VP
       double vps = Math.ceil(maxPhysc - 1e-9) + VPM_XVCPUS;
-      out.add(metric(Metrics.VPS_NEEDED, Math.max(vps, 1), windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(Metrics.VPS_NEEDED, Math.max(vps, 1), windowStart, windowEnd, isFinal, emittedAt));
     }
     if (poolSeconds > 0) {
-      out.add(metric(Metrics.POOL_USED, poolUsedWeighted / poolSeconds, windowStart, windowEnd, isFinal, emittedAt));
       out.add(
-          metric(Metrics.POOL_USED_PCT, 100.0 * poolUsedWeighted / poolCpusWeighted, windowStart, windowEnd, isFinal,
+          metric(
+              Metrics.POOL_USED,
+              poolUsedWeighted / poolSeconds,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
+      out.add(
+          metric(
+              Metrics.POOL_USED_PCT,
+              100.0 * poolUsedWeighted / poolCpusWeighted,
+              windowStart,
+              windowEnd,
+              isFinal,
               emittedAt));
     }
     return out;
@@ -123,6 +165,7 @@ public class CpuWindowAccumulator implements WindowAccumulator<CpuSample> {
 
   private DerivedMetric metric(
       String name, double value, long start, long end, boolean isFinal, long emittedAt) {
-    return new DerivedMetric(hostId, hostname, name, start, end, value, samples, isFinal, emittedAt);
+    return new DerivedMetric(
+        hostId, hostname, name, start, end, value, samples, isFinal, emittedAt);
   }
 }

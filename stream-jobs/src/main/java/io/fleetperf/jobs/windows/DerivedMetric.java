@@ -15,8 +15,15 @@ public class DerivedMetric {
   public DerivedMetric() {}
 
   public DerivedMetric(
-      String entityId, String entityName, String metric, long windowStart, long windowEnd, double value,
-      int samples, boolean isFinal, long emittedAt) {
+      String entityId,
+      String entityName,
+      String metric,
+      long windowStart,
+      long windowEnd,
+      double value,
+      int samples,
+      boolean isFinal,
+      long emittedAt) {
     this.entityId = entityId;
     this.entityName = entityName;
     this.metric = metric;
@@ -30,6 +37,16 @@ public class DerivedMetric {
 
   @Override
   public String toString() {
-    return entityId + " " + metric + " [" + windowStart + "," + windowEnd + ") = " + value + " n=" + samples;
+    return entityId
+        + " "
+        + metric
+        + " ["
+        + windowStart
+        + ","
+        + windowEnd
+        + ") = "
+        + value
+        + " n="
+        + samples;
   }
 }

@@ -42,10 +42,13 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
   @Override
   public List<DerivedMetric> metrics(long start, long end, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(5);
-    direction(out, tx, Metrics.LACP_HASH_SKEW_TX, Metrics.LACP_CV_TX, start, end, isFinal, emittedAt);
-    direction(out, rx, Metrics.LACP_HASH_SKEW_RX, Metrics.LACP_CV_RX, start, end, isFinal, emittedAt);
+    direction(
+        out, tx, Metrics.LACP_HASH_SKEW_TX, Metrics.LACP_CV_TX, start, end, isFinal, emittedAt);
+    direction(
+        out, rx, Metrics.LACP_HASH_SKEW_RX, Metrics.LACP_CV_RX, start, end, isFinal, emittedAt);
     if (!out.isEmpty()) {
-      long active = tx.keySet().stream().filter(p -> tx.get(p) + rx.getOrDefault(p, 0L) > 0).count();
+      long active =
+          tx.keySet().stream().filter(p -> tx.get(p) + rx.getOrDefault(p, 0L) > 0).count();
       out.add(metric(Metrics.LACP_ACTIVE_PORTS, active, start, end, isFinal, emittedAt));
     }
     if (!inSync.isEmpty()) {
@@ -55,8 +58,15 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
     return out;
   }
 
-  private void direction(List<DerivedMetric> out, Map<String, Long> perPort, String skewName, String cvName,
-      long start, long end, boolean isFinal, long emittedAt) {
+  private void direction(
+      List<DerivedMetric> out,
+      Map<String, Long> perPort,
+      String skewName,
+      String cvName,
+      long start,
+      long end,
+      boolean isFinal,
+      long emittedAt) {
     double[] skew = skew(perPort);
     if (skew != null) {
       out.add(metric(skewName, skew[0], start, end, isFinal, emittedAt));
@@ -77,7 +87,9 @@ public class LacpWindowAccumulator implements WindowAccumulator<PortDelta> {
     return new double[] {(double) max / total * n, Math.sqrt(var) / mean};
   }
 
-  private DerivedMetric metric(String name, double value, long start, long end, boolean isFinal, long emittedAt) {
-    return new DerivedMetric(entityId, entityName, name, start, end, value, samples, isFinal, emittedAt);
+  private DerivedMetric metric(
+      String name, double value, long start, long end, boolean isFinal, long emittedAt) {
+    return new DerivedMetric(
+        entityId, entityName, name, start, end, value, samples, isFinal, emittedAt);
   }
 }

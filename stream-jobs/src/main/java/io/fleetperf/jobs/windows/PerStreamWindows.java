@@ -18,21 +18,21 @@ import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
- * Tumbling event-time windows with one event clock per source stream (host and file, see
- * {@link Sample#streamKey()}) instead of one watermark per Kafka partition. What a window sums and
- * which metrics it yields is the accumulator's business ({@link CpuWindowAccumulator},
- * {@link SlbWindowAccumulator}).
+ * Tumbling event-time windows with one event clock per source stream (host and file, see {@link
+ * Sample#streamKey()}) instead of one watermark per Kafka partition. What a window sums and which
+ * metrics it yields is the accumulator's business ({@link CpuWindowAccumulator}, {@link
+ * SlbWindowAccumulator}).
  *
  * <p>Why: a file written by nmon or sadc is an ordered stream of one host, but a fleet backfill
  * interleaves files of many hosts and periods, and users backfill last year's archive of a host
- * while today's file of the same host streams live. With a shared watermark (or one clock per
- * host) the older data would be dropped as late. With one clock per stream, each file's windows
- * close on that file's own time: a window closes when the stream's newest sample is
- * {@code outOfOrderness} past its end.
+ * while today's file of the same host streams live. With a shared watermark (or one clock per host)
+ * the older data would be dropped as late. With one clock per stream, each file's windows close on
+ * that file's own time: a window closes when the stream's newest sample is {@code outOfOrderness}
+ * past its end.
  *
- * <p>A stream whose collector promises its own order (its watermark promise,
- * {@link Sample#promised()}: "no later record of this stream has a timestamp below this", sent by a
- * live collector that knows the stream's sampling interval) also closes a window once the highest
+ * <p>A stream whose collector promises its own order (its watermark promise, {@link
+ * Sample#promised()}: "no later record of this stream has a timestamp below this", sent by a live
+ * collector that knows the stream's sampling interval) also closes a window once the highest
  * promise so far reaches the window's end, without the out-of-orderness allowance: the promise is
  * about this stream's own later records, so there is nothing out of order left to wait for. Live
  * nmon at a 10 s interval thus closes a window on the snapshot before or at its end, not on the one
@@ -41,18 +41,18 @@ import org.apache.flink.util.OutputTag;
  * Streams without promises close as before.
  *
  * <p>A stream that goes quiet for {@code idle} of processing time emits early results for its open
- * windows (is_final=false), so the last minutes of a file do not wait for data that may never
- * come; the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream
- * quiet for {@code retain} is considered ended: its open windows are emitted as final and its
- * clock stays, marked, one more {@code retain} (then it is dropped), so a sample that still comes
- * for one of those windows is late, not the start of a second final. Samples for a window already
- * closed go to the late side output.
+ * windows (is_final=false), so the last minutes of a file do not wait for data that may never come;
+ * the final result replaces them downstream (ReplacingMergeTree on emitted_at). A stream quiet for
+ * {@code retain} is considered ended: its open windows are emitted as final and its clock stays,
+ * marked, one more {@code retain} (then it is dropped), so a sample that still comes for one of
+ * those windows is late, not the start of a second final. Samples for a window already closed go to
+ * the late side output.
  *
  * <p>A stream that says it has ended (its end-of-stream marker, {@link Sample#endOfStream()}: the
  * collector reached the end of the file) does not wait for {@code retain}: its open windows are
- * emitted as final at once and dropped. Its clock stays, marked, until {@code retain} has passed, so
- * a sample of the ended stream that still comes (the file was appended to after all) is late rather
- * than the start of a partial window that would replace a complete final one downstream.
+ * emitted as final at once and dropped. Its clock stays, marked, until {@code retain} has passed,
+ * so a sample of the ended stream that still comes (the file was appended to after all) is late
+ * rather than the start of a partial window that would replace a complete final one downstream.
  */
 public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     extends KeyedProcessFunction<String, T, DerivedMetric> {
@@ -83,21 +83,28 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   public static class StreamClock {
     /** Newest sample time (event time). */
     public long newest = Long.MIN_VALUE;
+
     /** Processing time of the newest arrival. */
     public long lastArrival;
+
     /** Early results emitted since the last arrival. */
     public boolean flushed;
+
     /** Earliest time at which an open window closes (its end + out-of-orderness). */
     public long nextClose = Long.MAX_VALUE;
+
     /** The idle and end-of-stream timers registered last. */
     public long idleTimer;
+
     public long retainTimer;
+
     /**
      * Windows starting before this were emitted final by the stream's end-of-stream marker
      * (Long.MIN_VALUE: no marker yet). Added with the marker; Flink's POJO serializer restores
      * clocks of older checkpoints with the default.
      */
     public long finalBefore = Long.MIN_VALUE;
+
     /**
      * The highest watermark promise of the stream so far (event time; {@link StreamWatermark#NONE}:
      * none): windows ending at or before it are closed. Added with the promise; Flink's POJO
@@ -115,8 +122,13 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   public interface SerializableSupplier<A> extends Supplier<A>, java.io.Serializable {}
 
   public PerStreamWindows(
-      Class<A> accumulatorClass, SerializableSupplier<A> newAccumulator, OutputTag<T> late, long sizeMillis,
-      long outOfOrdernessMillis, long idleMillis, long retainMillis) {
+      Class<A> accumulatorClass,
+      SerializableSupplier<A> newAccumulator,
+      OutputTag<T> late,
+      long sizeMillis,
+      long outOfOrdernessMillis,
+      long idleMillis,
+      long retainMillis) {
     this.accumulatorClass = accumulatorClass;
     this.newAccumulator = newAccumulator;
     this.late = late;
@@ -128,9 +140,13 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
 
   @Override
   public void open(OpenContext context) {
-    open = getRuntimeContext()
-        .getMapState(new MapStateDescriptor<>("open-windows", Types.LONG, TypeInformation.of(accumulatorClass)));
-    clock = getRuntimeContext().getState(new ValueStateDescriptor<>("stream-clock", StreamClock.class));
+    open =
+        getRuntimeContext()
+            .getMapState(
+                new MapStateDescriptor<>(
+                    "open-windows", Types.LONG, TypeInformation.of(accumulatorClass)));
+    clock =
+        getRuntimeContext().getState(new ValueStateDescriptor<>("stream-clock", StreamClock.class));
   }
 
   /** Start of the tumbling window holding {@code ts}. */
@@ -194,7 +210,8 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
    * record (its values were added when the record itself came), so it is not added again. A marker
    * of a stream without state (unknown, or ended already) changes nothing.
    */
-  private void endOfStream(T marker, StreamClock c, Context ctx, Collector<DerivedMetric> out) throws Exception {
+  private void endOfStream(T marker, StreamClock c, Context ctx, Collector<DerivedMetric> out)
+      throws Exception {
     if (c == null && open.isEmpty()) {
       return;
     }
@@ -272,7 +289,8 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   }
 
   @Override
-  public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out) throws Exception {
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out)
+      throws Exception {
     StreamClock c = clock.value();
     if (c == null) {
       return;

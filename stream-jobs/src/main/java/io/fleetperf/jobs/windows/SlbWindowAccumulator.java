@@ -50,34 +50,66 @@ public class SlbWindowAccumulator implements WindowAccumulator<HpmSample> {
   }
 
   @Override
-  public List<DerivedMetric> metrics(long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
+  public List<DerivedMetric> metrics(
+      long windowStart, long windowEnd, boolean isFinal, long emittedAt) {
     List<DerivedMetric> out = new ArrayList<>(6);
     if (instructions <= 0) {
       return out;
     }
     double inst = instructions;
     if (!missingDslb && !missingIslb) {
-      out.add(metric(Metrics.SLB_MISS_RATE, 100.0 * (dslb + islb) / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.SLB_MISS_RATE,
+              100.0 * (dslb + islb) / inst,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
     }
     if (!missingDslb) {
-      out.add(metric(Metrics.DSLB_MISS_RATE, 100.0 * dslb / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.DSLB_MISS_RATE,
+              100.0 * dslb / inst,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
     }
     if (!missingIslb) {
-      out.add(metric(Metrics.ISLB_MISS_RATE, 100.0 * islb / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.ISLB_MISS_RATE,
+              100.0 * islb / inst,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
     }
     if (!missingIerat) {
-      out.add(metric(Metrics.IERAT_MISS_RATE, 100.0 * ierat / inst, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(
+              Metrics.IERAT_MISS_RATE,
+              100.0 * ierat / inst,
+              windowStart,
+              windowEnd,
+              isFinal,
+              emittedAt));
     }
     if (!missingCycles) {
       out.add(metric(Metrics.CPI, cycles / inst, windowStart, windowEnd, isFinal, emittedAt));
     }
     if (durationS > 0) {
-      out.add(metric(Metrics.MIPS, inst / durationS / 1e6, windowStart, windowEnd, isFinal, emittedAt));
+      out.add(
+          metric(Metrics.MIPS, inst / durationS / 1e6, windowStart, windowEnd, isFinal, emittedAt));
     }
     return out;
   }
 
-  private DerivedMetric metric(String name, double value, long start, long end, boolean isFinal, long emittedAt) {
-    return new DerivedMetric(hostId, hostname, name, start, end, value, samples, isFinal, emittedAt);
+  private DerivedMetric metric(
+      String name, double value, long start, long end, boolean isFinal, long emittedAt) {
+    return new DerivedMetric(
+        hostId, hostname, name, start, end, value, samples, isFinal, emittedAt);
   }
 }

@@ -7,11 +7,11 @@ import java.util.List;
  * home; {@link CpuWindowAccumulator} and {@link TvWindowAccumulator} feed it per sample).
  *
  * <ul>
- *   <li>busy_pct = Σ busy% × interval / Σ interval over samples that report busy (nmon, sadc:
- *       100 − idle%, so iowait and steal count as busy, as sar's %idle complement does; z/VM
- *       system: the processors' busy %).
- *   <li>cpu_cores = Σ cores × interval / Σ interval: CPU consumed in cores, whichever way the source
- *       gives it per sample (see {@link #cpuSampleCores} and {@link #zvmCores}).
+ *   <li>busy_pct = Σ busy% × interval / Σ interval over samples that report busy (nmon, sadc: 100 −
+ *       idle%, so iowait and steal count as busy, as sar's %idle complement does; z/VM system: the
+ *       processors' busy %).
+ *   <li>cpu_cores = Σ cores × interval / Σ interval: CPU consumed in cores, whichever way the
+ *       source gives it per sample (see {@link #cpuSampleCores} and {@link #zvmCores}).
  * </ul>
  */
 public class UtilisationWindow {
@@ -20,7 +20,9 @@ public class UtilisationWindow {
   public double coreSeconds;
   public double coreWeighted;
 
-  /** busy % from an idle %; null when idle is absent or not a percentage (never a guessed value). */
+  /**
+   * busy % from an idle %; null when idle is absent or not a percentage (never a guessed value).
+   */
   static Double busyFromIdle(Double idlePct) {
     if (idlePct == null || !(idlePct >= 0 && idlePct <= 100)) {
       return null;
@@ -29,8 +31,9 @@ public class UtilisationWindow {
   }
 
   /**
-   * Cores of one cpu_samples record: AIX physc where the LPAR section gives it (logical CPUs are SMT
-   * threads there, busy × CPUs would overstate), else busy × logical CPUs / 100 (Linux, x86, sadc).
+   * Cores of one cpu_samples record: AIX physc where the LPAR section gives it (logical CPUs are
+   * SMT threads there, busy × CPUs would overstate), else busy × logical CPUs / 100 (Linux, x86,
+   * sadc).
    */
   static Double cpuSampleCores(Double busyPct, Integer cpus, Double physc) {
     if (physc != null) {
@@ -43,8 +46,8 @@ public class UtilisationWindow {
   }
 
   /**
-   * Cores of one z/VM record: a system's busy × online processors / 100; a guest's total CPU seconds
-   * per interval second (also a system record that has no busy %).
+   * Cores of one z/VM record: a system's busy × online processors / 100; a guest's total CPU
+   * seconds per interval second (also a system record that has no busy %).
    */
   static Double zvmCores(Double busyPct, Double onlineCpus, Double totalS, double intervalS) {
     if (busyPct != null && onlineCpus != null && onlineCpus > 0) {
@@ -74,15 +77,40 @@ public class UtilisationWindow {
     coreWeighted += o.coreWeighted;
   }
 
-  void emit(List<DerivedMetric> out, String entityId, String entityName, int samples, long start, long end,
-      boolean isFinal, long emittedAt) {
+  void emit(
+      List<DerivedMetric> out,
+      String entityId,
+      String entityName,
+      int samples,
+      long start,
+      long end,
+      boolean isFinal,
+      long emittedAt) {
     if (busySeconds > 0) {
-      out.add(new DerivedMetric(entityId, entityName, Metrics.BUSY_PCT, start, end, busyWeighted / busySeconds,
-          samples, isFinal, emittedAt));
+      out.add(
+          new DerivedMetric(
+              entityId,
+              entityName,
+              Metrics.BUSY_PCT,
+              start,
+              end,
+              busyWeighted / busySeconds,
+              samples,
+              isFinal,
+              emittedAt));
     }
     if (coreSeconds > 0) {
-      out.add(new DerivedMetric(entityId, entityName, Metrics.CPU_CORES, start, end, coreWeighted / coreSeconds,
-          samples, isFinal, emittedAt));
+      out.add(
+          new DerivedMetric(
+              entityId,
+              entityName,
+              Metrics.CPU_CORES,
+              start,
+              end,
+              coreWeighted / coreSeconds,
+              samples,
+              isFinal,
+              emittedAt));
     }
   }
 }

@@ -30,7 +30,8 @@ public class ConfluentAvroSerializer<T> implements SerializationSchema<T> {
   private transient byte[] header;
   private transient BinaryEncoder encoder;
 
-  public ConfluentAvroSerializer(String registryUrl, String subject, String schemaFile, Filler<T> fill) {
+  public ConfluentAvroSerializer(
+      String registryUrl, String subject, String schemaFile, Filler<T> fill) {
     this.registryUrl = registryUrl;
     this.subject = subject;
     this.schemaFile = schemaFile;

@@ -25,8 +25,8 @@ import org.slf4j.LoggerFactory;
  * Reads Confluent-framed Avro records of one topic into POJOs: the writer schema comes from the
  * registry by id and is resolved against our reader schema (schemas/), so producers may evolve
  * compatibly. A record that cannot be decoded is logged with topic, partition and offset and
- * skipped; it never stops the job. A registry that does not answer is waited for, never a reason
- * to skip.
+ * skipped; it never stops the job. A registry that does not answer is waited for, never a reason to
+ * skip.
  */
 public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSchema<T> {
   /** GenericRecord -> POJO, shipped with the job. */
@@ -45,7 +45,8 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   // copy what they need, so its Utf8 buffers and nested objects can be reused
   private transient Map<Integer, GenericRecord> reuse;
 
-  public RegistryAvroDeserializer(String registryUrl, String schemaFile, Class<T> type, Mapper<T> mapper) {
+  public RegistryAvroDeserializer(
+      String registryUrl, String schemaFile, Class<T> type, Mapper<T> mapper) {
     this.registryUrl = registryUrl;
     this.schemaFile = schemaFile;
     this.type = type;
@@ -61,18 +62,23 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out) throws IOException {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<T> out)
+      throws IOException {
     try {
       // the end-of-stream marker and the stream's watermark promise travel as headers beside the
       // Avro body (samples.EndOfStream, samples.StreamWatermark)
       T value = mapper.apply(decode(record.value()));
-      out.collect(StreamWatermark.apply(EndOfStream.apply(value, record.headers()), record.headers()));
+      out.collect(
+          StreamWatermark.apply(EndOfStream.apply(value, record.headers()), record.headers()));
     } catch (InterruptedIOException e) {
       throw e; // cancelled while waiting for the registry: the record is read again after a restart
     } catch (IOException | RuntimeException e) {
       LOG.warn(
           "skipping undecodable record {}-{}@{}: {}",
-          record.topic(), record.partition(), record.offset(), e.toString());
+          record.topic(),
+          record.partition(),
+          record.offset(),
+          e.toString());
     }
   }
 
@@ -85,7 +91,8 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
     }
     decoder =
         DecoderFactory.get()
-            .binaryDecoder(message, ConfluentWire.HEADER, message.length - ConfluentWire.HEADER, decoder);
+            .binaryDecoder(
+                message, ConfluentWire.HEADER, message.length - ConfluentWire.HEADER, decoder);
     GenericRecord record = datumReader.read(reuse.get(id), decoder);
     reuse.put(id, record);
     return record;
@@ -104,7 +111,11 @@ public class RegistryAvroDeserializer<T> implements KafkaRecordDeserializationSc
       try {
         return registry.schemaById(id);
       } catch (RegistryClient.UnavailableException e) {
-        LOG.warn("schema id {}: {}; retrying in {} ms (records are not skipped)", id, e.getMessage(), backoff);
+        LOG.warn(
+            "schema id {}: {}; retrying in {} ms (records are not skipped)",
+            id,
+            e.getMessage(),
+            backoff);
         try {
           Thread.sleep(backoff);
         } catch (InterruptedException interrupted) {

@@ -60,14 +60,23 @@ public final class RegistryClient {
   private JsonNode call(HttpRequest.Builder request) throws IOException {
     HttpResponse<String> response;
     try {
-      response = http.send(request.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+      response =
+          http.send(
+              request.timeout(Duration.ofSeconds(30)).build(),
+              HttpResponse.BodyHandlers.ofString());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted calling the registry");
     } catch (IOException e) { // refused, reset, timed out: nothing was answered
       throw new UnavailableException("registry " + baseUrl + " unreachable: " + e, e);
     }
-    String problem = "registry " + response.uri() + " answered " + response.statusCode() + ": " + response.body();
+    String problem =
+        "registry "
+            + response.uri()
+            + " answered "
+            + response.statusCode()
+            + ": "
+            + response.body();
     if (response.statusCode() >= 500) {
       throw new UnavailableException(problem, null);
     }

@@ -39,7 +39,8 @@ class FlagDetectorTest {
   }
 
   private static DerivedMetric window(String entity, String metric, int minute, double value) {
-    return new DerivedMetric(entity, entity, metric, minute * 60_000L, (minute + 1) * 60_000L, value, 1, true, 0);
+    return new DerivedMetric(
+        entity, entity, metric, minute * 60_000L, (minute + 1) * 60_000L, value, 1, true, 0);
   }
 
   private static Set<String> incidents(List<AnomalyFlag> flags, String rule) {
@@ -50,14 +51,16 @@ class FlagDetectorTest {
 
   @Test
   void fcx112GuestsGiveNoTvFlag() throws IOException {
-    // LNKDB2 .823/.818 and LNKIHS .012/.011 every minute; RSCS .002/.001 has no tv_ratio at all (guarded)
+    // LNKDB2 .823/.818 and LNKIHS .012/.011 every minute; RSCS .002/.001 has no tv_ratio at all
+    // (guarded)
     assertTrue(run(shipped(), "tv_ratio", 1.0061, 1.0061, 1.0061, 1.0061).isEmpty());
     assertTrue(run(shipped(), "tv_ratio", 1.0909, 1.0909, 1.0909, 1.0909).isEmpty());
   }
 
   @Test
   void tvRisingAboveLimitIsOneIncident() throws IOException {
-    List<AnomalyFlag> flags = run(shipped(), "tv_ratio", 1.10, 1.12, 1.35, 1.42, 1.51, 1.38, 1.33, 1.15, 1.12);
+    List<AnomalyFlag> flags =
+        run(shipped(), "tv_ratio", 1.10, 1.12, 1.35, 1.42, 1.51, 1.38, 1.33, 1.15, 1.12);
     assertEquals(1, incidents(flags, "tv_ratio_high").size());
     List<AnomalyFlag> windows = flags.stream().filter(f -> f.incidentEnd == null).toList();
     assertEquals(5, windows.size()); // minutes 2..6, the first three once the minimum was reached
@@ -82,12 +85,15 @@ class FlagDetectorTest {
    * of the panel's first row (seed 004_6a0ab28471d5b377.txt: L3476-3486, L3596-3608, L3643-3653,
    * L3682-3691, L3744-3753; Examples 7-6, 7-10, 7-12 FBA VDISK, 7-14 DIAGNOSE VDISK, 7-16).
    */
-  private static final java.util.Map<Integer, double[]> STOLEN_PANELS = new java.util.LinkedHashMap<>();
+  private static final java.util.Map<Integer, double[]> STOLEN_PANELS =
+      new java.util.LinkedHashMap<>();
 
   static {
     STOLEN_PANELS.put(3475, new double[] {0, 0.2, 0.2, 0.2, 0.2, 0.1, 0.2, 0.2, 0.1, 0.2, 0.2});
-    STOLEN_PANELS.put(3595, new double[] {0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.1, 0.2, 0.7, 0.2, 0.1, 0.2, 0.2});
-    STOLEN_PANELS.put(3642, new double[] {5.2, 16.8, 16.5, 17.2, 16.8, 13.7, 14.2, 13.7, 14, 14.3, 14});
+    STOLEN_PANELS.put(
+        3595, new double[] {0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.1, 0.2, 0.7, 0.2, 0.1, 0.2, 0.2});
+    STOLEN_PANELS.put(
+        3642, new double[] {5.2, 16.8, 16.5, 17.2, 16.8, 13.7, 14.2, 13.7, 14, 14.3, 14});
     STOLEN_PANELS.put(3681, new double[] {3.8, 11.9, 13.9, 14.3, 14.5, 12.9, 13.6, 14.2, 14, 14.1});
     STOLEN_PANELS.put(3743, new double[] {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1});
   }

@@ -15,9 +15,12 @@ class EndOfStreamTest {
     RecordHeaders other = new RecordHeaders();
     other.add("something-else", new byte[] {1});
 
-    assertTrue(EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), marked).endOfStream());
-    assertFalse(EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), other).endOfStream());
-    assertFalse(EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), null).endOfStream());
+    assertTrue(
+        EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), marked).endOfStream());
+    assertFalse(
+        EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), other).endOfStream());
+    assertFalse(
+        EndOfStream.apply(new CpuSample("h", "h", 0, 10, null, null, null), null).endOfStream());
     // port counters are not windowed per stream: the header is ignored on them
     PortCounters port = EndOfStream.apply(new PortCounters("h", "ent0", "ent1", 0, 1L, 1L), marked);
     assertFalse(port instanceof Sample);

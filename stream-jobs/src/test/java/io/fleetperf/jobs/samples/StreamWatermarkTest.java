@@ -20,7 +20,8 @@ class StreamWatermarkTest {
 
   @Test
   void theHeaderCarriesThePromiseInEpochMillisecondsAsAsciiDigits() {
-    // what fleetperf.ingest.watermark sends for an nmon sample at 2026-03-01 08:00:00 UTC, 10 s interval
+    // what fleetperf.ingest.watermark sends for an nmon sample at 2026-03-01 08:00:00 UTC, 10 s
+    // interval
     CpuSample s = StreamWatermark.apply(sample(), with(StreamWatermark.HEADER, "1772352009000"));
     assertEquals(1_772_352_009_000L, s.promised());
     assertFalse(s.endOfStream());
@@ -29,15 +30,20 @@ class StreamWatermarkTest {
   @Test
   void noHeaderOrAnUnreadableOneIsNoPromise() {
     assertEquals(StreamWatermark.NONE, StreamWatermark.apply(sample(), null).promised());
-    assertEquals(StreamWatermark.NONE, StreamWatermark.apply(sample(), new RecordHeaders()).promised());
-    assertEquals(StreamWatermark.NONE, StreamWatermark.apply(sample(), with("other", "5")).promised());
-    assertEquals(StreamWatermark.NONE,
+    assertEquals(
+        StreamWatermark.NONE, StreamWatermark.apply(sample(), new RecordHeaders()).promised());
+    assertEquals(
+        StreamWatermark.NONE, StreamWatermark.apply(sample(), with("other", "5")).promised());
+    assertEquals(
+        StreamWatermark.NONE,
         StreamWatermark.apply(sample(), with(StreamWatermark.HEADER, "12.5")).promised());
-    assertEquals(StreamWatermark.NONE,
+    assertEquals(
+        StreamWatermark.NONE,
         StreamWatermark.apply(sample(), with(StreamWatermark.HEADER, "")).promised());
     // port counters are not windowed per stream: the header is ignored on them
-    PortCounters port = StreamWatermark.apply(
-        new PortCounters("h", "ent0", "ent1", 0, 1L, 1L), with(StreamWatermark.HEADER, "5"));
+    PortCounters port =
+        StreamWatermark.apply(
+            new PortCounters("h", "ent0", "ent1", 0, 1L, 1L), with(StreamWatermark.HEADER, "5"));
     assertFalse(port instanceof Sample);
   }
 

@@ -27,8 +27,9 @@ class LacpTest {
     ports.put("ent4", new long[] {8604105240L, 2203568387L});
     ports.put("ent6", new long[] {19992956659L, 4671940746L});
     ports.forEach((port, c) -> acc.add(new PortDelta("vios", "vios", "ent8", port, 0, c[0], c[1])));
-    Map<String, Double> m = acc.metrics(0, 60_000, true, 1).stream()
-        .collect(Collectors.toMap(x -> x.metric, x -> x.value));
+    Map<String, Double> m =
+        acc.metrics(0, 60_000, true, 1).stream()
+            .collect(Collectors.toMap(x -> x.metric, x -> x.value));
     // largest transmit share 65.47 % of 4 ports: 0.6547 x 4
     assertEquals(19992956659.0 / 30535962399.0 * 4, m.get("lacp_hash_skew_tx"), 1e-12);
     assertEquals(2.62, Math.round(m.get("lacp_hash_skew_tx") * 100) / 100.0);
@@ -49,7 +50,8 @@ class LacpTest {
     java.util.Map<String, Double> m = new java.util.HashMap<>();
     acc.metrics(0, 60_000, true, 1).forEach(x -> m.put(x.metric, x.value));
     org.junit.jupiter.api.Assertions.assertEquals(1.0, m.get("lacp_ports_out_of_sync"));
-    org.junit.jupiter.api.Assertions.assertEquals(false, PortCounters.inSync(null, null, "Not Aggregated"));
+    org.junit.jupiter.api.Assertions.assertEquals(
+        false, PortCounters.inSync(null, null, "Not Aggregated"));
     org.junit.jupiter.api.Assertions.assertNull(PortCounters.inSync(null, null, null));
   }
 
@@ -68,13 +70,19 @@ class LacpTest {
     h.open();
     h.processElement(new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 1_000, 100L, 50L)));
     h.processElement(new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 2_000, 180L, 70L)));
-    h.processElement(new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 2_000, 180L, 70L))); // replay
-    h.processElement(new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 3_000, 15L, 5L))); // reset
-    h.processElement(new StreamRecord<>(new PortCounters("h", null, "ent8", 3_000, 999L, 999L))); // not a member
-    List<long[]> deltas = h.extractOutputValues().stream().map(d -> new long[] {d.ts, d.tx, d.rx}).toList();
+    h.processElement(
+        new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 2_000, 180L, 70L))); // replay
+    h.processElement(
+        new StreamRecord<>(new PortCounters("h", "ent8", "ent0", 3_000, 15L, 5L))); // reset
+    h.processElement(
+        new StreamRecord<>(new PortCounters("h", null, "ent8", 3_000, 999L, 999L))); // not a member
+    List<long[]> deltas =
+        h.extractOutputValues().stream().map(d -> new long[] {d.ts, d.tx, d.rx}).toList();
     assertEquals(2, deltas.size());
-    assertEquals(List.of(2_000L, 80L, 20L), List.of(deltas.get(0)[0], deltas.get(0)[1], deltas.get(0)[2]));
-    assertEquals(List.of(3_000L, 15L, 5L), List.of(deltas.get(1)[0], deltas.get(1)[1], deltas.get(1)[2]));
+    assertEquals(
+        List.of(2_000L, 80L, 20L), List.of(deltas.get(0)[0], deltas.get(0)[1], deltas.get(0)[2]));
+    assertEquals(
+        List.of(3_000L, 15L, 5L), List.of(deltas.get(1)[0], deltas.get(1)[1], deltas.get(1)[2]));
     h.close();
   }
 }

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 class PerStreamWindowsTest {
   private static final long MIN = 60_000;
-  private static final OutputTag<CpuSample> LATE = new OutputTag<>("late", TypeInformation.of(CpuSample.class));
+  private static final OutputTag<CpuSample> LATE =
+      new OutputTag<>("late", TypeInformation.of(CpuSample.class));
   private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> harness;
 
   @BeforeEach
@@ -30,15 +31,25 @@ class PerStreamWindowsTest {
     harness.setProcessingTime(0);
   }
 
-  private static KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> newHarness()
-      throws Exception {
+  private static KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric>
+      newHarness() throws Exception {
     return new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new PerStreamWindows<>(CpuWindowAccumulator.class, CpuWindowAccumulator::new,
-            LATE, MIN, 5_000, 3_000, 20_000)), CpuSample::streamKey,
+        new KeyedProcessOperator<>(
+            new PerStreamWindows<>(
+                CpuWindowAccumulator.class,
+                CpuWindowAccumulator::new,
+                LATE,
+                MIN,
+                5_000,
+                3_000,
+                20_000)),
+        CpuSample::streamKey,
         Types.STRING);
   }
 
-  /** A live sample with its stream's watermark promise (the Kafka header StreamWatermark.HEADER). */
+  /**
+   * A live sample with its stream's watermark promise (the Kafka header StreamWatermark.HEADER).
+   */
   private void promised(String host, long ts, double steal, long promise) throws Exception {
     CpuSample s = new CpuSample(host, host, ts, 10, steal, null, null, "file1");
     s.promised = promise;
@@ -55,7 +66,8 @@ class PerStreamWindowsTest {
   }
 
   private void steal(String host, String file, long ts, double steal) throws Exception {
-    harness.processElement(new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null, file)));
+    harness.processElement(
+        new StreamRecord<>(new CpuSample(host, host, ts, 10, steal, null, null, file)));
   }
 
   private void endOfStream(String host, String file, long ts) throws Exception {
@@ -93,8 +105,7 @@ class PerStreamWindowsTest {
     steal("old", 10_000, 7.0); // years "behind" host "new": still a fresh window for host "old"
     steal("old", 2 * MIN, 7.0);
     assertEquals(List.of("new", "old"), output().stream().map(m -> m.entityId).toList());
-    assertTrue(harness.getSideOutput(LATE) == null
-        || harness.getSideOutput(LATE).isEmpty());
+    assertTrue(harness.getSideOutput(LATE) == null || harness.getSideOutput(LATE).isEmpty());
   }
 
   @Test
@@ -164,7 +175,8 @@ class PerStreamWindowsTest {
     assertEquals(List.of(0L, MIN), out.stream().map(m -> m.windowStart).toList());
     assertEquals(3.0, out.get(0).value, 1e-12);
     assertEquals(2, out.get(0).samples);
-    assertEquals(8.0, out.get(1).value, 1e-12); // the marker's own values (99) are not counted again
+    assertEquals(
+        8.0, out.get(1).value, 1e-12); // the marker's own values (99) are not counted again
     assertEquals(1, out.get(1).samples);
     // nothing more comes for them: no early result at the idle check, no second final at retain
     harness.setProcessingTime(30_000);
@@ -210,7 +222,9 @@ class PerStreamWindowsTest {
   void sampleOfAnEndedStreamIsLateForItsFinalWindowsButStartsNewOnes() throws Exception {
     steal("a", 10_000, 2.0);
     endOfStream("a", "file1", 10_000);
-    steal("a", 20_000, 50.0); // its window was final already: replacing it by a partial one would be wrong
+    steal(
+        "a", 20_000,
+        50.0); // its window was final already: replacing it by a partial one would be wrong
     assertEquals(1, harness.getSideOutput(LATE).size());
     steal("a", 70_000, 3.0); // the file grew after all: a later window is a window like any other
     steal("a", 130_000, 3.0);
@@ -275,7 +289,8 @@ class PerStreamWindowsTest {
     harness.setProcessingTime(31_000); // quiet for 20 s after 10.491 s: the stream has ended
     assertEquals(2, output().size());
     assertTrue(output().get(1).isFinal);
-    assertEquals(1, harness.numProcessingTimeTimers()); // the ended stream's clock is dropped at 51 s
+    assertEquals(
+        1, harness.numProcessingTimeTimers()); // the ended stream's clock is dropped at 51 s
     harness.setProcessingTime(51_000);
     assertEquals(0, harness.numProcessingTimeTimers());
     assertEquals(0, harness.numKeyedStateEntries());
@@ -368,7 +383,9 @@ class PerStreamWindowsTest {
     harness.initializeState(snapshot);
     harness.open();
     harness.setProcessingTime(0);
-    steal("a", 55_000, 9.0); // by the allowance [0, 60 s) is open (50 s + 5 s < 65 s), by the promise not
+    steal(
+        "a", 55_000,
+        9.0); // by the allowance [0, 60 s) is open (50 s + 5 s < 65 s), by the promise not
     assertEquals(1, harness.getSideOutput(LATE).size());
     assertTrue(output().isEmpty());
   }

@@ -20,7 +20,8 @@ class SlbWindowAccumulatorTest {
     for (HpmSample s : samples) {
       acc.add(s);
     }
-    return acc.metrics(0, 60_000, true, 1).stream().collect(Collectors.toMap(m -> m.metric, m -> m.value));
+    return acc.metrics(0, 60_000, true, 1).stream()
+        .collect(Collectors.toMap(m -> m.metric, m -> m.value));
   }
 
   private static double round3(double v) {
@@ -34,7 +35,8 @@ class SlbWindowAccumulatorTest {
     assertEquals(0.374, round3(m.get("ierat_miss_rate")));
     assertEquals(11.876, round3(m.get("cpi")));
     assertEquals(34.877, round3(m.get("mips")));
-    assertEquals(100.0 * 72344970 / 5584383071L, m.get("slb_miss_rate"), 1e-12); // PM_SLB_MISS = DSLB + ISLB
+    assertEquals(
+        100.0 * 72344970 / 5584383071L, m.get("slb_miss_rate"), 1e-12); // PM_SLB_MISS = DSLB + ISLB
     assertTrue(m.get("slb_miss_rate") > 0.5);
   }
 

@@ -16,7 +16,8 @@ class TvWindowAccumulatorTest {
     for (ZvmCpuSample s : samples) {
       acc.add(s);
     }
-    return acc.metrics(0, 60_000, true, 1).stream().collect(Collectors.toMap(m -> m.metric, m -> m.value));
+    return acc.metrics(0, 60_000, true, 1).stream()
+        .collect(Collectors.toMap(m -> m.metric, m -> m.value));
   }
 
   private static ZvmCpuSample guest(double tcpu, double vcpu) {
@@ -31,7 +32,8 @@ class TvWindowAccumulatorTest {
   void fcx112Guests() {
     assertEquals(1.01, round2(metrics(guest(.823, .818)).get("tv_ratio"))); // LNKDB2
     assertEquals(1.09, round2(metrics(guest(.012, .011)).get("tv_ratio"))); // LNKIHS
-    assertEquals(100.0 * (.823 - .818) / .823, metrics(guest(.823, .818)).get("cp_overhead_pct"), 1e-12);
+    assertEquals(
+        100.0 * (.823 - .818) / .823, metrics(guest(.823, .818)).get("cp_overhead_pct"), 1e-12);
   }
 
   @Test
@@ -51,7 +53,9 @@ class TvWindowAccumulatorTest {
 
   @Test
   void unreadableTimesGiveNoRatio() {
-    assertFalse(metrics(guest(.823, .818), new ZvmCpuSample("g", 0, 60, null, null)).containsKey("tv_ratio"));
+    assertFalse(
+        metrics(guest(.823, .818), new ZvmCpuSample("g", 0, 60, null, null))
+            .containsKey("tv_ratio"));
   }
 
   @Test

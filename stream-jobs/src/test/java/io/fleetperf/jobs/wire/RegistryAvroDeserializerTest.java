@@ -29,14 +29,17 @@ class RegistryAvroDeserializerTest {
     Schema schema = Schemas.load("cpu_sample.avsc");
     byte[] ok = new ObjectMapper().writeValueAsBytes(Map.of("schema", schema.toString()));
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.createContext("/schemas/ids/7", exchange -> {
-      int n = calls.incrementAndGet();
-      byte[] body = n <= failures ? "{\"error_code\":50001}".getBytes(StandardCharsets.UTF_8) : ok;
-      exchange.sendResponseHeaders(n <= failures ? failStatus : 200, body.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
-    });
+    server.createContext(
+        "/schemas/ids/7",
+        exchange -> {
+          int n = calls.incrementAndGet();
+          byte[] body =
+              n <= failures ? "{\"error_code\":50001}".getBytes(StandardCharsets.UTF_8) : ok;
+          exchange.sendResponseHeaders(n <= failures ? failStatus : 200, body.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+          }
+        });
     server.start();
     return "http://127.0.0.1:" + server.getAddress().getPort();
   }
