@@ -36,6 +36,23 @@ def test_parse_nmon_native_equals_the_python_parser(
     assert snapshots and all(s["rows"] for s in snapshots)
 
 
+@pytest.mark.skipif(not native_parser.available(), reason="the native nmon scanner is not built (no cargo)")
+def test_parse_nmon_prints_the_same_lines_with_either_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte, not only equal values: the Python parser's records used to print their keys in
+    another order than the schema's (cpu_samples: origin_file before user_pct), so a diff of the
+    two outputs showed every line changed."""
+    [path] = simulate(tmp_path, 1, datetime(2026, 2, 1, 0, 0), timedelta(minutes=10), 30, 5)
+    assert main(["parse", "nmon", str(path)]) == 0
+    native = capsys.readouterr().out
+    monkeypatch.setenv("FLEETPERF_NMON_PARSER", "python")
+    assert main(["parse", "nmon", str(path)]) == 0
+    python = capsys.readouterr().out
+    assert native.count("fleetperf.cpu-samples") > 10
+    assert native == python
+
+
 def test_parse_auto_reports_unreadable_files_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     garbage = tmp_path / "x.nmon"
     garbage.write_bytes(b"\x00\xff" * 1000)

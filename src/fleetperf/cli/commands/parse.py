@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     binary = getattr(out, "buffer", None)  # where a source's own JSON lines (bytes) go, after out.flush()
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
+    in_schema_order = _orderer(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
     if show:  # tqdm imported only for a bar (start-up of a one-file parse, issue 20)
         from tqdm import tqdm
@@ -75,7 +76,10 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     where = f"line {r['line']}, " if r["line"] else ""
                     problems.append(f"{r['origin_file']} ({where}byte {r['byte_offset']}): {r['error']}")
                 counts[emitted.topic_key] += 1
-                value = emitted.record if emitted.encoded is None else decode(emitted.topic_key, emitted.encoded)
+                if emitted.encoded is None:  # the Python parsers' dicts: keys in the schema's order, as decoded ones
+                    value = in_schema_order(emitted.topic_key, emitted.record)
+                else:
+                    value = decode(emitted.topic_key, emitted.encoded)
                 message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": value}
                 try:
                     out.write(_to_json(message) + "\n")
@@ -118,6 +122,23 @@ def _decoder(s: config.Settings):  # noqa: ANN202
         return schemaless_reader(io.BytesIO(avro), schema, None)  # type: ignore[arg-type]
 
     return decode
+
+
+def _orderer(s: config.Settings):  # noqa: ANN202
+    """A record's fields in its schema's order (the native scanner's records, decoded, come in that
+    order; the same file read by the Python parser then prints the same lines)."""
+    orders: dict[str, list[str]] = {}
+
+    def order(topic_key: str, record: dict) -> dict:
+        names = orders.get(topic_key)
+        if names is None:
+            names = orders[topic_key] = [f["name"] for f in json.loads(s.topic(topic_key).schema_text())["fields"]]
+        ordered = {name: record[name] for name in names if name in record}
+        if len(ordered) < len(record):  # a key the schema does not name stays, last (nothing drops it here)
+            ordered.update((k, v) for k, v in record.items() if k not in ordered)
+        return ordered
+
+    return order
 
 
 def _no_logical_type(obj: dict) -> dict:
