@@ -103,11 +103,28 @@ def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[fl
     raise AssertionError(f"{url}: charts still loading after {timeout}s")
 
 
-def measure(state: Path, opens: int, timeout: float, cache_seconds: int | None = None) -> dict[str, Any]:
-    """Opens every dashboard cold then `opens` times warm on the warehouse of `state`."""
+# what --baseline switches off (Superset's defaults): README, Dashboards, "Speed"
+BASELINE = {
+    "FLEETPERF__SUPERSET__SQLITE_WAL": "false",
+    "FLEETPERF__SUPERSET__EVENT_LOG_BATCH_SECONDS": "0",
+}
+
+
+def measure(
+    state: Path, opens: int, timeout: float, cache_seconds: int | None = None, overrides: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Opens every dashboard cold then `opens` times warm on the warehouse of `state` (started with
+    the settings `overrides`, removed again afterwards)."""
     from tests.providers import _env_overrides
 
     os.environ.update(_env_overrides(state))
+    for key in BASELINE:
+        os.environ.pop(key, None)
+    os.environ.update(overrides or {})
+    # each request's server time (gunicorn's access log), summed per kind in the report
+    access_log = state / "access.log"
+    access_log.unlink(missing_ok=True)
+    os.environ["FLEETPERF_WAREHOUSE_ACCESS_LOG"] = str(access_log)
     if cache_seconds is not None:
         # Superset's result cache ([superset] data_cache_seconds, 60 by default): a warm open later
         # than this after the cold one computes its charts again
@@ -151,7 +168,30 @@ def measure(state: Path, opens: int, timeout: float, cache_seconds: int | None =
             driver.quit()
     finally:
         stack.stop(echo=lambda line: None)
+    out["_server"] = _server_times(access_log)
     return out
+
+
+def _server_times(access_log: Path) -> dict[str, list[float]]:
+    """Server seconds of every request in gunicorn's access log, by kind."""
+    kinds: dict[str, list[float]] = {}
+    if not access_log.exists():
+        return kinds
+    for line in access_log.read_text().splitlines():
+        try:
+            request, ms = line.split('"')[1], float(line.rsplit(" ", 1)[1].removesuffix("ms"))
+        except (IndexError, ValueError):
+            continue
+        path = request.split(" ")[1] if " " in request else request
+        kind = (
+            "chart data" if path.startswith("/api/v1/chart/data")
+            else "static" if path.startswith("/static/")
+            else "dashboard page" if path.startswith("/superset/dashboard/")
+            else "other API" if path.startswith("/api/")
+            else "other"
+        )  # fmt: skip
+        kinds.setdefault(kind, []).append(ms / 1000)
+    return kinds
 
 
 def chart_sql(key: str) -> str:
@@ -233,37 +273,46 @@ def _report_engine(results: dict[int, dict[str, Any]]) -> None:
               f"{m['ran'] or 'none'} in {m['seconds']:.0f}s")  # fmt: skip
 
 
-def _report(args: argparse.Namespace, results: dict[int, dict[str, Any]]) -> None:
+def _report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
     from fleetperf.dashboards.spec import CHARTS, DASHBOARDS
 
-    days = list(results)
+    runs = list(results)
     # the machine is shared: its load says how far these figures are from an idle one
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"\n{args.hosts} hosts x {' / '.join(map(str, days))} days at {args.interval} s, "
+    print(f"\n{args.hosts} hosts x {' / '.join(map(str, args.days))} days at {args.interval} s, "
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, warm = median of {args.opens} opens, "
-          f"load average {load} on {os.cpu_count()} CPUs")  # fmt: skip
-    head = " | ".join(f"{d} d cold s | {d} d warm s" for d in days)
-    print(f"\n| dashboard | charts | {head} |\n|---|---|" + "---|---|" * len(days))
+          f"load average {load} on {os.cpu_count()} CPUs; 'base' = --baseline (speed settings off)")  # fmt: skip
+    head = " | ".join(f"{d} cold s | {d} warm s" for d in runs)
+    print(f"\n| dashboard | charts | {head} |\n|---|---|" + "---|---|" * len(runs))
     for b in DASHBOARDS:
         n = sum(len(r) for r in b.rows)
-        cells = " | ".join(f"{results[d][b.slug]['cold']:.2f} | {results[d][b.slug]['warm']:.2f}" for d in days)
+        cells = " | ".join(f"{results[d][b.slug]['cold']:.2f} | {results[d][b.slug]['warm']:.2f}" for d in runs)
         print(f"| {b.title} | {n} | {cells} |")
-    head = " | ".join(f"{d} d cold req | {d} d warm req | {d} d warm drawn" for d in days)
+    head = " | ".join(f"{d} cold req | {d} warm req | {d} warm drawn" for d in runs)
     print("\nper chart: data request seconds (browser resource timing), drawn = seconds from navigation")
-    print(f"\n| dashboard | chart | {head} |\n|---|---|" + "---|---|---|" * len(days))
+    print(f"\n| dashboard | chart | {head} |\n|---|---|" + "---|---|---|" * len(runs))
     for b in DASHBOARDS:
         for key in (k for row in b.rows for k in row):
             cells = " | ".join(
                 f"{r['cold_request']:.2f} | {r['warm_request']:.2f} | {r['warm_drawn']:.2f}"
-                for r in (results[d][b.slug][key] for d in days)
+                for r in (results[d][b.slug][key] for d in runs)
             )
             print(f"| {b.title} | {CHARTS[key].title} | {cells} |")
-    for d in days:
+    print("\nserver time per request (gunicorn access log, every open of the run): count / median s / sum s")
+    kinds = sorted({k for d in runs for k in results[d].get("_server", {})})
+    print(f"\n| request | {' | '.join(runs)} |\n|---|" + "---|" * len(runs))
+    for kind in kinds:
+        cells = []
+        for d in runs:
+            xs = results[d].get("_server", {}).get(kind, [])
+            cells.append(f"{len(xs)} / {statistics.median(xs):.3f} / {sum(xs):.1f}" if xs else "-")
+        print(f"| {kind} | {' | '.join(cells)} |")
+    for d in runs:
         worst = max(
             ((b.title, k, results[d][b.slug][k]) for b in DASHBOARDS for row in b.rows for k in row),
             key=lambda t: t[2]["cold_request"],
         )
-        print(f"\n{d} d: slowest chart (cold request): {worst[0]} / {CHARTS[worst[1]].title} "
+        print(f"\n{d}: slowest chart (cold request): {worst[0]} / {CHARTS[worst[1]].title} "
               f"{worst[2]['cold_request']:.2f}s")  # fmt: skip
 
 
@@ -278,13 +327,18 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--cache-seconds", type=int, help="Superset's result cache time (default: the configured)")
     parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also measure with the speed settings switched off (Superset's defaults), before, on the same data",
+    )
+    parser.add_argument(
         "--engine-only",
         action="store_true",
         help="time each chart's SQL on the embedded engine instead of opening the dashboards (no Superset)",
     )
     args = parser.parse_args()
 
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = {}
     engine: dict[int, dict[str, Any]] = {}
     for days in args.days:
         if args.keep:
@@ -302,7 +356,9 @@ def main() -> int:
         if args.engine_only:
             engine[days] = measure_engine(state, args.opens)
         else:
-            results[days] = measure(state, args.opens, args.timeout, args.cache_seconds)
+            if args.baseline:
+                results[f"{days} d base"] = measure(state, args.opens, args.timeout, args.cache_seconds, BASELINE)
+            results[f"{days} d"] = measure(state, args.opens, args.timeout, args.cache_seconds)
     if engine:
         _report_engine(engine)
         if args.json:

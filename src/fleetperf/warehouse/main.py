@@ -69,6 +69,12 @@ class WarehouseApp(BaseApplication):
             "worker_exit": self._worker_exit,
         }.items():
             self.cfg.set(key, value)
+        # opt-in access log with each request's duration (bench/dashboards.py --server-log): where a
+        # dashboard open spends its time on the server side
+        access_log = os.environ.get("FLEETPERF_WAREHOUSE_ACCESS_LOG")
+        if access_log:
+            self.cfg.set("accesslog", access_log)
+            self.cfg.set("access_log_format", '%(t)s "%(r)s" %(s)s %(B)s %(M)sms')
 
     def load(self) -> Any:  # noqa: ANN401 - a WSGI app
         os.environ.setdefault("SUPERSET_CONFIG_PATH", str(PACKAGE_ROOT / "warehouse" / "superset_config.py"))

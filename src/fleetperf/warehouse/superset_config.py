@@ -31,3 +31,109 @@ PREVENT_UNSAFE_DB_CONNECTIONS = True
 # dialect (readonly=1, limits, the statement check), even one an admin adds by hand.
 DB_CONNECTION_MUTATOR = _clickhouse.superset_connection_mutator
 FEATURE_FLAGS = {"DASHBOARD_RBAC": False}
+
+# --- speed of a dashboard open (bench/dashboards.py; README, Dashboards) ---------------------------
+# Measured on the 1,000-host bench fleet with py-spy in the warehouse process: a third of the
+# threads' time while serving chart data went to Superset's action log (one INSERT + COMMIT into
+# the SQLite metadata DB per request) and to SQLite's locks, since a writer in SQLite's default
+# rollback journal blocks every reader (the permission checks of every concurrent API call).
+_sup = _s["superset"]
+
+
+def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
+    # WAL: readers never wait for the writer; synchronous=NORMAL is durable across a crash of the
+    # process (may lose the last commits only on a power loss: metadata, logs, filter states).
+    # Superset's metadata DB is the only SQLite database here (PREVENT_UNSAFE_DB_CONNECTIONS).
+    import sqlite3
+
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    cursor = dbapi_connection.cursor()
+    if _sup.get("sqlite_wal", True):
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    else:  # Superset's default (bench/dashboards.py --untuned); the journal mode is kept in the file
+        cursor.execute("PRAGMA journal_mode=DELETE")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def _install_sqlite_pragmas() -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not event.contains(Engine, "connect", _sqlite_pragmas):
+        event.listen(Engine, "connect", _sqlite_pragmas)
+
+
+_install_sqlite_pragmas()
+
+
+def _batched_event_logger(seconds: float):  # noqa: ANN202 - a superset.utils.log.AbstractEventLogger
+    """Superset's action log (the `logs` table: who opened which dashboard and chart, the welcome
+    page's recent activity) written by a background thread every `seconds` in one transaction,
+    instead of a commit inside every request. Bounded: at most 10,000 entries wait; more are
+    dropped with a warning (an action log entry, never data)."""
+    import atexit
+    import logging
+    import queue
+    import threading
+    import time
+
+    from superset.utils.log import DBEventLogger
+
+    log = logging.getLogger("fleetperf.superset.events")
+
+    class BatchedDBEventLogger(DBEventLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self._queue: queue.Queue = queue.Queue(maxsize=10_000)
+            self._started = False
+            self._start_lock = threading.Lock()
+            self._app = None
+
+        def log(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - DBEventLogger.log's signature
+            try:
+                self._queue.put_nowait((args, kwargs))
+            except queue.Full:
+                log.warning("action log: 10,000 entries waiting, entry dropped")
+                return
+            if not self._started:
+                self._start()
+
+        def _start(self) -> None:
+            from flask import current_app
+
+            with self._start_lock:
+                if self._started:
+                    return
+                self._app = current_app._get_current_object()  # noqa: SLF001 - the app for the thread
+                threading.Thread(target=self._run, name="fleetperf-action-log", daemon=True).start()
+                atexit.register(self.flush)
+                self._started = True
+
+        def _run(self) -> None:
+            while True:
+                time.sleep(seconds)
+                self.flush()
+
+        def flush(self) -> None:
+            entries = []
+            while True:
+                try:
+                    entries.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if not entries or self._app is None:
+                return
+            with self._app.app_context():
+                for args, kwargs in entries:
+                    # DBEventLogger.log commits each entry; inside one app context they share the
+                    # session and the SQLite writer lock briefly, off the request threads
+                    DBEventLogger.log(self, *args, **kwargs)
+
+    return BatchedDBEventLogger()
+
+
+if float(_sup.get("event_log_batch_seconds", 1.0)) > 0:
+    EVENT_LOGGER = _batched_event_logger(float(_sup.get("event_log_batch_seconds", 1.0)))
