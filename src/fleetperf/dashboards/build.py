@@ -190,6 +190,10 @@ def chart_params(c: Chart) -> dict[str, Any]:
         floats = [n for n, t in _columns()[d.name] if "Float" in t and (n in c.columns or n in c.groupby)]
         floats += [m["label"] for m in c.metrics]
         p["column_config"] = {name: {"d3NumberFormat": c.y_format} for name in floats}
+    if c.viz == "table":
+        # 50 rows a page: the browser builds the DOM of one page, not of every row (a sizing table
+        # of every LPAR is 1,000 rows at the bench fleet); all rows are fetched and searched
+        p["page_length"] = 50
     if c.viz == "table" and c.columns:
         p |= {
             "query_mode": "raw",

@@ -1,0 +1,113 @@
+"""The speed settings of warehouse/superset_config.py ([superset] sqlite_wal, event_log_batch_seconds):
+Superset's SQLite metadata DB in WAL mode, or in SQLite's default journal when switched off, and
+the action log written by a background thread instead of inside the request.
+
+The journal mode is read back from SQLite itself (PRAGMA journal_mode on a fresh connection), not
+from our setting; the action log rows are checked against what each request logged, in order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from fleetperf import config
+from fleetperf.config import PACKAGE_ROOT
+from fleetperf.warehouse import credentials
+from fleetperf.warehouse import main as warehouse_main
+
+pytest.importorskip("superset")
+
+
+def _load_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **superset: str) -> ModuleType:
+    env = {"FLEETPERF__STATE__DIR": str(tmp_path / "state")}
+    env |= {f"FLEETPERF__SUPERSET__{k.upper()}": v for k, v in superset.items()}
+    settings = config.load(env)
+    credentials.superset_secret_key(settings, create=True)
+    # superset_config reads the settings the warehouse process started with
+    monkeypatch.setattr(warehouse_main, "_SETTINGS", settings)
+    name = f"_fp_superset_config_{len(superset)}_{id(tmp_path)}"
+    spec = importlib.util.spec_from_file_location(name, PACKAGE_ROOT / "warehouse" / "superset_config.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _journal_mode(module: ModuleType, db: Path) -> str:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+    finally:
+        engine.dispose()
+    # a plain sqlite3 connection, not through SQLAlchemy: what the file itself says
+    raw = sqlite3.connect(db)
+    try:
+        return str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    finally:
+        raw.close()
+
+
+def test_metadata_db_in_wal_and_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    db = tmp_path / "meta.db"
+    module = _load_config(tmp_path, monkeypatch)
+    try:
+        assert _journal_mode(module, db) == "wal"
+    finally:
+        event.remove(Engine, "connect", module._sqlite_pragmas)  # noqa: SLF001
+    off = _load_config(tmp_path, monkeypatch, sqlite_wal="false", event_log_batch_seconds="0")
+    try:
+        assert _journal_mode(off, db) == "delete"
+        # switched off: Superset's own logger stays (no EVENT_LOGGER of ours)
+        assert not hasattr(off, "EVENT_LOGGER")
+    finally:
+        event.remove(Engine, "connect", off._sqlite_pragmas)  # noqa: SLF001
+
+
+def test_action_log_written_off_the_request_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask import Flask
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+    from superset.utils.log import DBEventLogger
+
+    module = _load_config(tmp_path, monkeypatch, event_log_batch_seconds="3600")
+    event.remove(Engine, "connect", module._sqlite_pragmas)  # noqa: SLF001
+    logger = module.EVENT_LOGGER
+    assert isinstance(logger, DBEventLogger)
+
+    written: list[tuple[Any, ...]] = []
+    threads: set[str] = set()
+
+    def fake_log(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401
+        from flask import current_app
+
+        assert current_app.name == "probe"  # inside the app's context
+        threads.add(threading.current_thread().name)
+        written.append((*args, kwargs.get("records")))
+
+    monkeypatch.setattr(DBEventLogger, "log", fake_log)
+    app = Flask("probe")
+    with app.test_request_context():
+        for n in range(3):
+            logger.log(1, f"action{n}", 7, 12, None, "ref", records=[{"n": n}])
+    # nothing written inside the requests: the thread writes every hour here
+    assert written == []
+    logger.flush()
+    assert written == [(1, f"action{n}", 7, 12, None, "ref", [{"n": n}]) for n in range(3)]
+    assert threads == {threading.current_thread().name}
+    logger.flush()  # nothing left: nothing written twice
+    assert len(written) == 3
