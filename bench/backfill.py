@@ -3,7 +3,8 @@ sink -> ClickHouse, on a local stack of its own (Kafka, registry and the Flink j
 `./fleetperf up` starts them; the sink runs in this process on its own embedded ClickHouse, as it
 runs in the warehouse process). Sinks of several modes (MODES: every record decoded in Python;
 nmon snapshots decoded by the engine into one row per value, sql/017, on a warehouse migrated up
-to 032: "long"; or into one row per host, section and snapshot, sql/033: "after") are measured
+to 032: "long"; or into one row per host, section and snapshot, sql/033: "after", and "after033",
+the same with the sink's object containers framed in its writer thread) are measured
 side by side in one run, each on a host it has not seen (the serial number of the file is changed
 per measurement), and each stage is printed:
 
@@ -18,7 +19,7 @@ per measurement), and each stage is printed:
 MB are of the nmon file; values are the collector's count. Medians over --runs. Needs the
 third-party corpus (../shared/corpus) for the AIX file it grows, or --file.
 
-    PYTHONPATH=src .venv/bin/python bench/backfill.py --copies 40 --runs 3 --modes long after
+    PYTHONPATH=src .venv/bin/python bench/backfill.py --copies 40 --runs 3 --modes after033 after
 """
 
 from __future__ import annotations
@@ -41,16 +42,19 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
 from fleetperf import config  # noqa: E402
 from fleetperf.config import Settings  # noqa: E402
 
-# Sink(engine_decode=..., overlap=...): "before" decodes every record in Python (before sql/017),
-# "serial" lets the engine decode nmon snapshots but inserts each batch before reading on,
-# "after" also reads and cuts the next batch while the writer thread inserts the last one;
-# "long" is "after" on a warehouse migrated up to 032 (sql/017's long form: one row per value in
-# the nmon_values table), the others have sql/033 (one row per host, section and snapshot)
+# Sink(engine_decode=..., overlap=..., frame_early=...): "before" decodes every record in Python
+# (before sql/017), "serial" lets the engine decode nmon snapshots but inserts each batch before
+# reading on, "after" also reads and cuts the next batch while the writer thread inserts the last
+# one, and frames its Avro object containers in the consumer thread when it is cut; "after033" is
+# "after" with the containers framed in the writer thread (the sink as of e65c96c); "long" is
+# "after033" on a warehouse migrated up to 032 (sql/017's long form: one row per value in the
+# nmon_values table), the others have sql/033 (one row per host, section and snapshot)
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
     "after": {"engine_decode": True, "overlap": True},
-    "long": {"engine_decode": True, "overlap": True},
+    "after033": {"engine_decode": True, "overlap": True, "frame_early": False},
+    "long": {"engine_decode": True, "overlap": True, "frame_early": False},
 }
 # the newest migration a mode's warehouse gets (None: all)
 MIGRATED_UP_TO = {"long": "032"}

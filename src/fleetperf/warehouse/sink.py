@@ -213,6 +213,9 @@ class Batch:
     # messages the engine decodes (ENGINE_DECODED): (table, schema id, message), in offset order
     engine: list[tuple[str, int, Any]] = field(default_factory=list)
     engine_bytes: int = 0
+    # (table, schema id) -> the group's Avro object container, framed by the consumer thread when
+    # the batch is cut (Sink._frame), so the writer thread only runs the engine's inserts
+    framed: dict[tuple[str, int], bytes] = field(default_factory=dict)
 
     @property
     def last(self) -> int:
@@ -237,11 +240,13 @@ class Sink:
         fetch: SchemaFetcher | None = None,
         engine_decode: bool = True,
         overlap: bool = True,
+        frame_early: bool = True,
     ) -> None:
         """`engine_decode=False` decodes every topic in Python as before sql/017 (nmon snapshots then
         go to nmon_snapshots_in as columns, the views store them as for the engine); `overlap=False`
         inserts each batch in the consumer thread before reading on (bench/backfill.py measures
-        the three in one run)."""
+        the three in one run); `frame_early=False` frames the object containers in the writer thread
+        as before (bench/backfill.py mode "after033")."""
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
@@ -275,6 +280,7 @@ class Sink:
         self._plans: dict[tuple[str, int], _Plan] = {}
         # the batch being written (its inserts in the writer thread) and the consumer its commit goes to
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sink-writer") if overlap else None
+        self._frame_early = frame_early
         self._inflight: tuple[Future[None], Batch, Any] | None = None
 
     # --- consumer lifecycle -------------------------------------------------------------------
@@ -491,6 +497,11 @@ class Sink:
         self._pending.pop(key, None)
         if batch.messages == 0:
             return
+        # framed here, while the batch before it is still being inserted: the writer's Python work
+        # (framing, 0.3-0.5 s per 114 MB of Avro) is on the critical path of a backlog, the
+        # consumer thread mostly waits for the writer (py-spy, docs/warehouse.md "Backfill speed")
+        if self._frame_early:
+            self._frame(batch)
         self._settle()
         if self._writer is None:
             self._write(batch)
@@ -545,17 +556,17 @@ class Sink:
         fails, each of its messages is decoded here: the broken ones become dead letters and the
         rest of the group is inserted (the failed insert wrote nothing, sql/017); if none is broken,
         the failure was the engine's and raises (nothing committed, retried)."""
-        groups: dict[tuple[str, int], list[Any]] = {}
-        for table, schema_id, msg in batch.engine:
-            groups.setdefault((table, schema_id), []).append(msg)
-        for (table, schema_id), msgs in groups.items():
+        for (table, schema_id), msgs in self._groups(batch).items():
             settings = {
                 **DEDUP_SETTINGS,
                 **ENGINE_INSERT_SETTINGS,
                 "insert_deduplication_token": f"{batch.token}@{schema_id}",
             }
             try:
-                self._insert_container(table, schema_id, msgs, settings)
+                data = batch.framed.get((table, schema_id))
+                if data is None:  # not cut by _flush (tests call _write directly)
+                    data = self._container(schema_id, msgs)
+                self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
             except Exception:
                 broken = self._broken_messages(msgs)
                 if not broken:
@@ -568,10 +579,26 @@ class Sink:
                 batch.engine = [e for e in batch.engine if e[2].offset() not in broken]
                 if kept:
                     self._insert_container(table, schema_id, kept, settings)
+        batch.framed = {}  # inserted: the containers' memory goes now, not when the batch is committed
 
     def _insert_container(self, table: str, schema_id: int, msgs: list[Any], settings: dict[str, Any]) -> None:
-        data = object_container(self.decode.schema_json(schema_id), [m.value()[5:] for m in msgs])
-        self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
+        self.ch.raw_insert(table, None, self._container(schema_id, msgs), settings=settings, fmt="Avro")
+
+    def _container(self, schema_id: int, msgs: list[Any]) -> bytes:
+        return object_container(self.decode.schema_json(schema_id), [m.value()[5:] for m in msgs])
+
+    @staticmethod
+    def _groups(batch: Batch) -> dict[tuple[str, int], list[Any]]:
+        """The batch's engine-decoded messages per (table, schema id), in offset order."""
+        groups: dict[tuple[str, int], list[Any]] = {}
+        for table, schema_id, msg in batch.engine:
+            groups.setdefault((table, schema_id), []).append(msg)
+        return groups
+
+    def _frame(self, batch: Batch) -> None:
+        """The object containers of a cut batch (the consumer thread). A replay frames the same
+        messages the same way: the containers are a function of the recorded range alone."""
+        batch.framed = {key: self._container(key[1], msgs) for key, msgs in self._groups(batch).items()}
 
     def _broken_messages(self, msgs: list[Any]) -> dict[int, tuple[Any, str]]:
         """offset -> (message, reason) of the messages that do not decode or make no row, as the
