@@ -4,7 +4,7 @@ sink -> ClickHouse, on a local stack of its own (Kafka, registry and the Flink j
 runs in the warehouse process). Sinks of several modes (MODES: every record decoded in Python;
 nmon snapshots decoded by the engine into one row per value, sql/017, on a warehouse migrated up
 to 032: "long"; or into one row per host, section and snapshot, sql/033: "after", and "after033",
-the same with the sink's object containers framed in its writer thread) are measured
+the same with the sink's hand-over to its writer thread as of e65c96c) are measured
 side by side in one run, each on a host it has not seen (the serial number of the file is changed
 per measurement), and each stage is printed:
 
@@ -42,19 +42,20 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
 from fleetperf import config  # noqa: E402
 from fleetperf.config import Settings  # noqa: E402
 
-# Sink(engine_decode=..., overlap=..., frame_early=...): "before" decodes every record in Python
+# Sink(engine_decode=..., overlap=..., early_handoff=...): "before" decodes every record in Python
 # (before sql/017), "serial" lets the engine decode nmon snapshots but inserts each batch before
 # reading on, "after" also reads and cuts the next batch while the writer thread inserts the last
-# one, and frames its Avro object containers in the consumer thread when it is cut; "after033" is
-# "after" with the containers framed in the writer thread (the sink as of e65c96c); "long" is
+# one, frames its Avro object containers in the consumer thread when it is cut and hands it to the
+# writer before the last one's offset is committed; "after033" is "after" with the containers
+# framed in the writer thread and the commit before the hand-over (the sink as of e65c96c); "long" is
 # "after033" on a warehouse migrated up to 032 (sql/017's long form: one row per value in the
 # nmon_values table), the others have sql/033 (one row per host, section and snapshot)
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
     "after": {"engine_decode": True, "overlap": True},
-    "after033": {"engine_decode": True, "overlap": True, "frame_early": False},
-    "long": {"engine_decode": True, "overlap": True, "frame_early": False},
+    "after033": {"engine_decode": True, "overlap": True, "early_handoff": False},
+    "long": {"engine_decode": True, "overlap": True, "early_handoff": False},
 }
 # the newest migration a mode's warehouse gets (None: all)
 MIGRATED_UP_TO = {"long": "032"}

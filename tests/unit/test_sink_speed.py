@@ -2,7 +2,7 @@
 
 The Avro object containers of engine-decoded nmon snapshots are framed by the consumer thread when
 a batch is cut (Sink._frame), no longer by the writer thread inside its inserts. The oracles here:
-the sink framing in the writer as before (frame_early=False) fed the same messages must make the
+the sink framing in the writer as before (early_handoff=False) fed the same messages must make the
 same inserts byte for byte with the same tokens (so a range inserted by one and replayed by the
 other is dropped by the engine), fastavro's own container reader must read the framed bytes back
 to the records this test encoded, and the rows stored are the ones written out in
@@ -15,6 +15,7 @@ import io
 import threading
 from typing import Any
 
+import pytest
 from fastavro import reader
 
 from fleetperf.warehouse.sink import Sink
@@ -48,10 +49,10 @@ class Recorder:
         return getattr(self._ch, name)
 
 
-def _run(settings: Any, ch: Any, msgs: list[Msg], frame_early: bool) -> tuple[Sink, Consumer, list[str]]:  # noqa: ANN401
+def _run(settings: Any, ch: Any, msgs: list[Msg], early_handoff: bool) -> tuple[Sink, Consumer, list[str]]:  # noqa: ANN401
     """Feeds the messages through add()/flush_due() as the consumer loop does, with the writer
     thread (overlap), cutting a batch every 4 messages; returns the threads that framed."""
-    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True, frame_early=frame_early)
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True, early_handoff=early_handoff)
     sink.batch_rows = 4
     sink.batch_seconds = 3600.0  # cut by size only
     framed_by: list[str] = []
@@ -75,7 +76,7 @@ def test_containers_framed_when_cut_are_the_bytes_the_writer_framed_before(wareh
     # two schema versions interleaved: one container per schema id and batch, 10 messages in 3 batches
     msgs = [Msg(TOPIC, 0, i, frame(snapshot(i), 22 if i % 2 else 21)) for i in range(10)]
     early = Recorder(ch)
-    sink, consumer, framed_by = _run(settings, early, msgs, frame_early=True)
+    sink, consumer, framed_by = _run(settings, early, msgs, early_handoff=True)
     assert consumer.committed == {(TOPIC, 0): 10} and sink.undecodable == 0
     assert framed_by == [threading.current_thread().name] * 3  # the consumer thread, once per batch
     assert {t for *_, t in early.raw} == {"sink-writer_0"}  # the writer only inserts
@@ -90,7 +91,7 @@ def test_containers_framed_when_cut_are_the_bytes_the_writer_framed_before(wareh
     # the sink as before (framed in the writer) makes the same inserts: same tables, tokens, bytes,
     # so the engine drops them as replays of the ranges above and nothing is stored twice
     before = Recorder(ch)
-    _, consumer_before, framed_before = _run(settings, before, msgs, frame_early=False)
+    _, consumer_before, framed_before = _run(settings, before, msgs, early_handoff=False)
     assert framed_before == [] and consumer_before.committed == {(TOPIC, 0): 10}
     assert [r[:3] for r in before.raw] == [r[:3] for r in early.raw]
     assert stored(ch, final=False) == stored(ch)  # no key twice: the replay was dropped
@@ -99,7 +100,7 @@ def test_containers_framed_when_cut_are_the_bytes_the_writer_framed_before(wareh
 def test_a_broken_message_of_a_framed_batch_is_a_dead_letter_alone(warehouse: Any) -> None:  # noqa: F811
     settings, ch = warehouse
     msgs = [Msg(TOPIC, 0, i, frame(snapshot(i, broken=i == 5))) for i in range(8)]
-    sink, consumer, framed_by = _run(settings, Recorder(ch), msgs, frame_early=True)
+    sink, consumer, framed_by = _run(settings, Recorder(ch), msgs, early_handoff=True)
     assert len(framed_by) == 2 and consumer.committed == {(TOPIC, 0): 8}
     assert sink.undecodable == 1
     good = [i for i in range(8) if i != 5]
@@ -126,3 +127,68 @@ def test_the_framed_containers_are_freed_once_inserted(warehouse: Any) -> None: 
     sink.flush_due(consumer, force=True)
     assert consumer.committed == {(TOPIC, 0): 3}
     assert len(batch_holder) == 1 and batch_holder[0].framed == {}  # memory bounded by the batch in flight
+
+
+class WatchingConsumer(Consumer):
+    """Records, at each commit, the first offset of the batch then in the writer's hands."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sink: Sink | None = None
+        self.in_flight_at_commit: list[int | None] = []
+        self.failures = 0
+
+    def commit(self, offsets: list[Any], asynchronous: bool = True) -> None:  # noqa: ANN401
+        inflight = self.sink._inflight if self.sink is not None else None  # noqa: SLF001
+        self.in_flight_at_commit.append(inflight[1].first if inflight else None)
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("broker gone at the commit (test)")
+        super().commit(offsets, asynchronous)
+
+
+def _sink(settings: Any, ch: Any, consumer: WatchingConsumer) -> Sink:  # noqa: ANN401
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True)
+    sink.batch_rows = 3
+    sink.batch_seconds = 3600.0
+    consumer.sink = sink
+    return sink
+
+
+def test_the_next_batch_goes_to_the_writer_before_the_last_one_is_committed(warehouse: Any) -> None:  # noqa: F811
+    settings, ch = warehouse
+    consumer = WatchingConsumer()
+    sink = _sink(settings, ch, consumer)
+    for i in range(9):
+        sink.add(consumer, Msg(TOPIC, 0, i, frame(snapshot(i))))
+    sink.flush_due(consumer, force=True)
+    sink.close()
+    # batch 0-2 committed while 3-5 was in the writer's hands, 3-5 while 6-8 was, 6-8 at the end
+    assert consumer.in_flight_at_commit == [3, 6, None]
+    assert consumer.committed == {(TOPIC, 0): 9}
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+
+
+def test_a_failed_commit_with_the_next_batch_in_flight_loses_and_doubles_nothing(warehouse: Any) -> None:  # noqa: F811
+    settings, ch = warehouse
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(9)]
+    consumer = WatchingConsumer()
+    consumer.failures = 2  # the commit of 0-2 fails, and the one of 3-5 when the loop gives up
+    sink = _sink(settings, ch, consumer)
+    with pytest.raises(RuntimeError, match="broker gone"):
+        for m in msgs:
+            sink.add(consumer, m)
+    with pytest.raises(RuntimeError, match="broker gone"):
+        sink._settle()  # noqa: SLF001 - what the loop's `finally` does before a new consumer starts
+    sink.close()
+    assert consumer.committed == {}  # nothing committed: a restart reads from offset 0 again
+    # both ranges were inserted and recorded; a restart cuts them again and the engine drops them
+    again = WatchingConsumer()
+    sink = _sink(settings, ch, again)
+    for m in msgs:
+        sink.add(again, m)
+    sink.flush_due(again, force=True)
+    sink.close()
+    assert again.committed == {(TOPIC, 0): 9} and sink.replayed_batches == 2
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+    assert stored(ch, final=False) == stored(ch)  # nothing doubled, not even before a merge

@@ -20,9 +20,10 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   and insert the rest; when none is broken the failure is transient.
 - One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
   batch (they overlap only in part: chDB competes for the GIL, docs/warehouse.md "Backfill
-  speed"). At most one batch is in flight; its offset is committed by the consumer thread after
-  its inserts returned, before the next batch goes to the writer, so commits stay in offset order
-  and a failed insert stops everything behind it.
+  speed"). The consumer thread frames a batch's Avro object containers when it cuts it, so the
+  writer only inserts. At most one batch is in flight; its offset is committed by the consumer
+  thread after its inserts returned (just after the next batch went to the writer), so commits stay
+  in offset order and a failed insert stops everything behind it.
 """
 
 from __future__ import annotations
@@ -240,13 +241,14 @@ class Sink:
         fetch: SchemaFetcher | None = None,
         engine_decode: bool = True,
         overlap: bool = True,
-        frame_early: bool = True,
+        early_handoff: bool = True,
     ) -> None:
         """`engine_decode=False` decodes every topic in Python as before sql/017 (nmon snapshots then
         go to nmon_snapshots_in as columns, the views store them as for the engine); `overlap=False`
         inserts each batch in the consumer thread before reading on (bench/backfill.py measures
-        the three in one run); `frame_early=False` frames the object containers in the writer thread
-        as before (bench/backfill.py mode "after033")."""
+        the three in one run); `early_handoff=False` is the hand-over of e65c96c (bench/backfill.py mode
+        "after033"): the writer frames the object containers, and the next batch goes to it only
+        after the last one's offset is committed."""
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
@@ -280,7 +282,7 @@ class Sink:
         self._plans: dict[tuple[str, int], _Plan] = {}
         # the batch being written (its inserts in the writer thread) and the consumer its commit goes to
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sink-writer") if overlap else None
-        self._frame_early = frame_early
+        self._early_handoff = early_handoff
         self._inflight: tuple[Future[None], Batch, Any] | None = None
 
     # --- consumer lifecycle -------------------------------------------------------------------
@@ -491,8 +493,8 @@ class Sink:
         ]
 
     def _flush(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
-        """Hands the batch to the writer once the batch before it is committed (the consumer
-        thread reads on meanwhile); without a writer, writes and commits it here."""
+        """Hands the batch to the writer once the batch before it is inserted (the consumer thread
+        reads on meanwhile, and commits that one); without a writer, writes and commits it here."""
         key = (batch.topic, batch.partition)
         self._pending.pop(key, None)
         if batch.messages == 0:
@@ -500,24 +502,42 @@ class Sink:
         # framed here, while the batch before it is still being inserted: the writer's Python work
         # (framing, 0.3-0.5 s per 114 MB of Avro) is on the critical path of a backlog, the
         # consumer thread mostly waits for the writer (py-spy, docs/warehouse.md "Backfill speed")
-        if self._frame_early:
+        if self._early_handoff:
             self._frame(batch)
-        self._settle()
         if self._writer is None:
+            self._settle()
             self._write(batch)
             self._commit(consumer, batch)
             return
+        if not self._early_handoff:
+            self._settle()
+        # the batch before has been inserted (or its failure raises here, nothing behind it goes
+        # to the writer); the writer starts on this one before that one's offset is committed: a
+        # synchronous commit is a broker round trip the writer waited for (0.07-0.27 s of commits
+        # per 42 MB backfill, py-spy). Commits stay in offset order (this batch's comes after it),
+        # and a commit that fails leaves two inserted ranges uncommitted, which a restart cuts again
+        # from sink_batches and the engine drops (as after a crash before the commit).
+        done = self._written()
         self._inflight = (self._writer.submit(self._write, batch), batch, consumer)
+        if done is not None:
+            self._commit(*done)
 
-    def _settle(self) -> None:
-        """Waits for the batch in flight; commits its offset after its inserts returned, or raises
-        their failure (nothing committed, the loop restarts from the committed offsets)."""
+    def _written(self) -> tuple[Any, Batch] | None:
+        """Waits for the batch in flight: (its consumer, the batch) once its inserts returned, or
+        raises their failure (nothing committed, the loop restarts from the committed offsets)."""
         if self._inflight is None:
-            return
+            return None
         future, batch, consumer = self._inflight
         self._inflight = None
         future.result()
-        self._commit(consumer, batch)
+        return consumer, batch
+
+    def _settle(self) -> None:
+        """Waits for the batch in flight and commits its offset after its inserts returned, or
+        raises their failure (nothing committed)."""
+        done = self._written()
+        if done is not None:
+            self._commit(*done)
 
     def _write(self, batch: Batch) -> None:
         """Range recorded, rows inserted with the range's token (the writer thread)."""
