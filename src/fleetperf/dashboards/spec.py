@@ -222,6 +222,10 @@ CHARTS = {
             ("frame",),
             description="docs/capacity.md: least squares on 180 days of daily stacked p95 physc.",
             time_filtered=False,
+            # 25 frames x (a year + 90 days ahead): 11,400 points; the default 10,000 cut the lines
+            # at 1,000 hosts x 365 days (bench/dashboards.py data: 11,375 day x frame points for the
+            # top 25 frames)
+            row_limit=20_000,
         ),
         Chart(
             "cores_by_platform",
@@ -400,6 +404,8 @@ CHARTS = {
             ("hostname",),
             # without an entity chosen: the 10 hosts with the most steal, not the whole fleet
             extra={"time_grain_sqla": "PT1M", "series_limit": 10},
+            # 10 hosts x 2,880 minutes (yesterday and today at 1-minute windows): 28,800 points
+            row_limit=30_000,
         ),
         Chart(
             "host_incidents",
