@@ -146,3 +146,22 @@ def _batched_event_logger(seconds: float):  # noqa: ANN202 - a superset.utils.lo
 
 if float(_sup.get("event_log_batch_seconds", 1.0)) > 0:
     EVENT_LOGGER = _batched_event_logger(float(_sup.get("event_log_batch_seconds", 1.0)))
+
+
+def _sql_log(path: str):  # noqa: ANN202 - Superset's QUERY_LOGGER callable
+    """Opt-in (env FLEETPERF_SUPERSET_SQL_LOG=<file>): every statement Superset sends to the
+    warehouse, one JSON line each, to time them on the engine alone (bench/dashboards.py findings)."""
+    import json
+    import threading
+
+    lock = threading.Lock()
+
+    def log(_url: object, sql: str, *_args: object, **_kwargs: object) -> None:
+        with lock, open(path, "a") as f:
+            f.write(json.dumps({"sql": sql}) + "\n")
+
+    return log
+
+
+if __import__("os").environ.get("FLEETPERF_SUPERSET_SQL_LOG"):
+    QUERY_LOGGER = _sql_log(__import__("os").environ["FLEETPERF_SUPERSET_SQL_LOG"])
