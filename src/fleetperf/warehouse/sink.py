@@ -500,8 +500,8 @@ class Sink:
         if batch.messages == 0:
             return
         # framed here, while the batch before it is still being inserted: the writer's Python work
-        # (framing, 0.3-0.5 s per 114 MB of Avro) is on the critical path of a backlog, the
-        # consumer thread mostly waits for the writer (py-spy, docs/warehouse.md "Backfill speed")
+        # (framing: 0.26-0.35 s per 114 MB of Avro, py-spy) is on the critical path of a backlog, the
+        # consumer thread mostly waits for the writer (docs/warehouse.md "Backfill speed")
         if self._early_handoff:
             self._frame(batch)
         if self._writer is None:
