@@ -19,11 +19,12 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   insert fails does the sink decode each message in Python to find the broken ones (dead letters)
   and insert the rest; when none is broken the failure is transient.
 - One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
-  batch (they overlap only in part: chDB competes for the GIL, docs/warehouse.md "Backfill
-  speed"). The consumer thread frames a batch's Avro object containers when it cuts it, so the
-  writer only inserts. At most one batch is in flight; its offset is committed by the consumer
-  thread after its inserts returned (just after the next batch went to the writer), so commits stay
-  in offset order and a failed insert stops everything behind it.
+  batch (chDB releases the GIL during a query; the engine's insert work is what limits a
+  backlog, docs/warehouse.md "Backfill speed"). The consumer thread frames a batch's Avro object
+  containers when it cuts it, so the writer only inserts. At most one batch is in flight; its
+  offset is committed by the consumer thread after its inserts returned (just after the next batch
+  went to the writer), so commits stay in offset order and a failed insert stops everything behind
+  it.
 """
 
 from __future__ import annotations
