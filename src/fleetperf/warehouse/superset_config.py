@@ -3,6 +3,8 @@ the state directory (0700). The secret key is generated once by superset_setup i
 <state>/secrets (0600): without it Superset does not start (no constant fallback: a known key lets
 anyone forge an admin session)."""
 
+import os as _os
+
 from fleetperf.warehouse import clickhouse as _clickhouse
 from fleetperf.warehouse import credentials as _credentials
 from fleetperf.warehouse.main import settings as _settings
@@ -124,7 +126,10 @@ def _batched_event_logger(seconds: float):  # noqa: ANN202 - a superset.utils.lo
         def _run(self) -> None:
             while True:
                 time.sleep(seconds)
-                self.flush()
+                try:
+                    self.flush()
+                except Exception:  # noqa: BLE001 - the thread must outlive one failed write
+                    log.exception("action log: entries not written")
 
         def flush(self) -> None:
             entries = []
@@ -163,5 +168,5 @@ def _sql_log(path: str):  # noqa: ANN202 - Superset's QUERY_LOGGER callable
     return log
 
 
-if __import__("os").environ.get("FLEETPERF_SUPERSET_SQL_LOG"):
-    QUERY_LOGGER = _sql_log(__import__("os").environ["FLEETPERF_SUPERSET_SQL_LOG"])
+if _os.environ.get("FLEETPERF_SUPERSET_SQL_LOG"):
+    QUERY_LOGGER = _sql_log(_os.environ["FLEETPERF_SUPERSET_SQL_LOG"])
