@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 from types import ModuleType
@@ -52,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         return args.func(args, config.load())
-    except BrokenPipeError:  # output piped into head & co.
-        sys.stderr.close()
+    except BrokenPipeError:  # output piped into head & co.: stop quietly
+        # what is still buffered for stdout would fail again at exit (status 120, "Exception
+        # ignored"): stdout points at /dev/null from here on (Python's documented way, signal module)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"fleetperf {args.command}: {exc}", file=sys.stderr)

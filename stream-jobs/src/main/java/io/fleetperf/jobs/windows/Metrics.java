@@ -9,157 +9,156 @@ public final class Metrics {
   private Metrics() {}
 
   /**
-   * steal_pct (%, {@link CpuWindowAccumulator}): CPU time stolen by the hypervisor: sum(steal% x
-   * interval) / sum(interval) over samples that report steal.
+   * steal_pct (%, {@link CpuWindowAccumulator}): CPU time stolen by the hypervisor: sum(steal% x interval) /
+   * sum(interval) over samples that report steal.
    */
   public static final String STEAL_PCT = "steal_pct";
 
   /**
-   * physc (processors, {@link CpuWindowAccumulator}): Physical processors consumed by the LPAR,
-   * time-weighted mean.
+   * physc (processors, {@link CpuWindowAccumulator}): Physical processors consumed by the LPAR, time-weighted mean.
    */
   public static final String PHYSC = "physc";
 
   /**
-   * entc_pct (%, {@link CpuWindowAccumulator}): Entitlement used, AIX ec: 100 x sum(physc x dt) /
-   * sum(entitled x dt) (seed 002).
+   * entc_pct (%, {@link CpuWindowAccumulator}): Entitlement used, AIX ec: 100 x sum(physc x dt) / sum(entitled x dt)
+   * (seed 002).
    */
   public static final String ENTC_PCT = "entc_pct";
 
   /**
-   * vps_needed (processors, {@link CpuWindowAccumulator}): Virtual processors the window's peak
-   * needs: roundup(max physc) + vpm_xvcpus, at least 1 (seed 000 L7364).
+   * vps_needed (processors, {@link CpuWindowAccumulator}): Virtual processors the window's peak needs: roundup(max
+   * physc) + vpm_xvcpus, at least 1 (seed 000 L7364).
    */
   public static final String VPS_NEEDED = "vps_needed";
 
   /**
-   * pool_used (processors, {@link CpuWindowAccumulator}): Processors of the LPAR's shared pool in
-   * use (pool - idle), time-weighted, where the LPAR can see its pool.
+   * pool_used (processors, {@link CpuWindowAccumulator}): Processors of the LPAR's shared pool in use (pool - idle),
+   * time-weighted, where the LPAR can see its pool.
    */
   public static final String POOL_USED = "pool_used";
 
-  /** pool_used_pct (%, {@link CpuWindowAccumulator}): Shared pool in use as % of the pool size. */
+  /**
+   * pool_used_pct (%, {@link CpuWindowAccumulator}): Shared pool in use as % of the pool size.
+   */
   public static final String POOL_USED_PCT = "pool_used_pct";
 
   /**
-   * slb_miss_rate (%, {@link SlbWindowAccumulator}): POWER SLB misses per instruction: 100 x
-   * sum(DSLB + ISLB) / sum(instructions) (seed 000 L8254-8332).
+   * slb_miss_rate (%, {@link SlbWindowAccumulator}): POWER SLB misses per instruction: 100 x sum(DSLB + ISLB) /
+   * sum(instructions) (seed 000 L8254-8332).
    */
   public static final String SLB_MISS_RATE = "slb_miss_rate";
 
   /**
-   * dslb_miss_rate (%, {@link SlbWindowAccumulator}): Data SLB misses per instruction: 100 x
-   * sum(DSLB) / sum(instructions).
+   * dslb_miss_rate (%, {@link SlbWindowAccumulator}): Data SLB misses per instruction: 100 x sum(DSLB) /
+   * sum(instructions).
    */
   public static final String DSLB_MISS_RATE = "dslb_miss_rate";
 
   /**
-   * islb_miss_rate (%, {@link SlbWindowAccumulator}): Instruction SLB misses per instruction: 100 x
-   * sum(ISLB) / sum(instructions).
+   * islb_miss_rate (%, {@link SlbWindowAccumulator}): Instruction SLB misses per instruction: 100 x sum(ISLB) /
+   * sum(instructions).
    */
   public static final String ISLB_MISS_RATE = "islb_miss_rate";
 
   /**
-   * ierat_miss_rate (%, {@link SlbWindowAccumulator}): Instruction ERAT misses per instruction: 100
-   * x sum(IERAT) / sum(instructions).
+   * ierat_miss_rate (%, {@link SlbWindowAccumulator}): Instruction ERAT misses per instruction: 100 x sum(IERAT) /
+   * sum(instructions).
    */
   public static final String IERAT_MISS_RATE = "ierat_miss_rate";
 
   /**
-   * cpi (cycles per instruction, {@link SlbWindowAccumulator}): Cycles per instruction: sum(cycles)
-   * / sum(instructions).
+   * cpi (cycles per instruction, {@link SlbWindowAccumulator}): Cycles per instruction: sum(cycles) /
+   * sum(instructions).
    */
   public static final String CPI = "cpi";
 
   /**
-   * mips (million per second, {@link SlbWindowAccumulator}): Million instructions per second:
-   * sum(instructions) / sum(counting duration) / 10^6.
+   * mips (million per second, {@link SlbWindowAccumulator}): Million instructions per second: sum(instructions) /
+   * sum(counting duration) / 10^6.
    */
   public static final String MIPS = "mips";
 
   /**
-   * lacp_hash_skew_tx (ratio, {@link LacpWindowAccumulator}): Transmit hash skew of an aggregation:
-   * max port share x N ports (1.0 = even), from member packet deltas.
+   * lacp_hash_skew_tx (ratio, {@link LacpWindowAccumulator}): Transmit hash skew of an aggregation: max port share x
+   * N ports (1.0 = even), from member packet deltas.
    */
   public static final String LACP_HASH_SKEW_TX = "lacp_hash_skew_tx";
 
   /**
-   * lacp_hash_skew_rx (ratio, {@link LacpWindowAccumulator}): Receive hash skew of an aggregation:
-   * max port share x N ports (1.0 = even), from member packet deltas.
+   * lacp_hash_skew_rx (ratio, {@link LacpWindowAccumulator}): Receive hash skew of an aggregation: max port share x N
+   * ports (1.0 = even), from member packet deltas.
    */
   public static final String LACP_HASH_SKEW_RX = "lacp_hash_skew_rx";
 
   /**
-   * lacp_cv_tx (ratio, {@link LacpWindowAccumulator}): Coefficient of variation of the member
-   * ports' transmitted packets.
+   * lacp_cv_tx (ratio, {@link LacpWindowAccumulator}): Coefficient of variation of the member ports' transmitted
+   * packets.
    */
   public static final String LACP_CV_TX = "lacp_cv_tx";
 
   /**
-   * lacp_cv_rx (ratio, {@link LacpWindowAccumulator}): Coefficient of variation of the member
-   * ports' received packets.
+   * lacp_cv_rx (ratio, {@link LacpWindowAccumulator}): Coefficient of variation of the member ports' received
+   * packets.
    */
   public static final String LACP_CV_RX = "lacp_cv_rx";
 
   /**
-   * lacp_active_ports (count, {@link LacpWindowAccumulator}): Member ports that moved packets in
-   * either direction.
+   * lacp_active_ports (count, {@link LacpWindowAccumulator}): Member ports that moved packets in either direction.
    */
   public static final String LACP_ACTIVE_PORTS = "lacp_active_ports";
 
   /**
-   * lacp_ports_out_of_sync (count, {@link LacpWindowAccumulator}): Member ports not Aggregated /
-   * IN_SYNC at any sample of the window (seed 000 L12817).
+   * lacp_ports_out_of_sync (count, {@link LacpWindowAccumulator}): Member ports not Aggregated / IN_SYNC at any
+   * sample of the window (seed 000 L12817).
    */
   public static final String LACP_PORTS_OUT_OF_SYNC = "lacp_ports_out_of_sync";
 
   /**
-   * tv_ratio (ratio, {@link TvWindowAccumulator}): z/VM T/V: sum(total CPU s) / sum(virtual CPU s),
-   * none below [flink] tv_min_virtual_seconds (seed 004 L2592).
+   * tv_ratio (ratio, {@link TvWindowAccumulator}): z/VM T/V: sum(total CPU s) / sum(virtual CPU s), none below
+   * [flink] tv_min_virtual_seconds (seed 004 L2592).
    */
   public static final String TV_RATIO = "tv_ratio";
 
   /**
-   * cp_overhead_pct (%, {@link TvWindowAccumulator}): Share of the entity's CPU time CP spent on
-   * its behalf: 100 x (total - virtual) / total.
+   * cp_overhead_pct (%, {@link TvWindowAccumulator}): Share of the entity's CPU time CP spent on its behalf: 100 x
+   * (total - virtual) / total.
    */
   public static final String CP_OVERHEAD_PCT = "cp_overhead_pct";
 
   /**
-   * busy_pct (%, {@link UtilisationWindow}): CPU busy, interval-weighted mean: 100 - idle% for nmon
-   * and sadc hosts (iowait and steal count as busy), the online processors' busy % for a z/VM
-   * system.
+   * busy_pct (%, {@link UtilisationWindow}): CPU busy, interval-weighted mean: 100 - idle% for nmon and sadc hosts
+   * (iowait and steal count as busy), the online processors' busy % for a z/VM system.
    */
   public static final String BUSY_PCT = "busy_pct";
 
   /**
-   * cpu_cores (processors, {@link UtilisationWindow}): CPU consumed in cores, interval-weighted
-   * mean: AIX physc where reported, else busy x logical CPUs / 100 (Linux, x86, sadc); z/VM guest:
-   * total CPU s / interval s; z/VM system: busy x online processors / 100.
+   * cpu_cores (processors, {@link UtilisationWindow}): CPU consumed in cores, interval-weighted mean: AIX physc where
+   * reported, else busy x logical CPUs / 100 (Linux, x86, sadc); z/VM guest: total CPU s / interval s; z/VM system:
+   * busy x online processors / 100.
    */
   public static final String CPU_CORES = "cpu_cores";
 
   /**
-   * capture_ratio (ratio, {@link TvWindowAccumulator}): z/VM system: share of busy time charged to
-   * users, interval- weighted mean.
+   * capture_ratio (ratio, {@link TvWindowAccumulator}): z/VM system: share of busy time charged to users, interval-
+   * weighted mean.
    */
   public static final String CAPTURE_RATIO = "capture_ratio";
 
   /**
-   * users_in_elist (count, {@link TvWindowAccumulator}): z/VM system: users in the eligible list,
-   * interval-weighted mean.
+   * users_in_elist (count, {@link TvWindowAccumulator}): z/VM system: users in the eligible list, interval-weighted
+   * mean.
    */
   public static final String USERS_IN_ELIST = "users_in_elist";
 
   /**
-   * paging_xstore_rate (per second, {@link TvWindowAccumulator}): z/VM system: expanded storage
-   * page-ins + page-outs per second, interval-weighted mean.
+   * paging_xstore_rate (per second, {@link TvWindowAccumulator}): z/VM system: expanded storage page-ins + page-outs
+   * per second, interval-weighted mean.
    */
   public static final String PAGING_XSTORE_RATE = "paging_xstore_rate";
 
   /**
-   * paging_dasd_rate (per second, {@link TvWindowAccumulator}): z/VM system: page reads + writes to
-   * DASD per second, interval-weighted mean.
+   * paging_dasd_rate (per second, {@link TvWindowAccumulator}): z/VM system: page reads + writes to DASD per second,
+   * interval-weighted mean.
    */
   public static final String PAGING_DASD_RATE = "paging_dasd_rate";
 }
