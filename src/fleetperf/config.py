@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ class Topic:
 
     def schema_text(self) -> str:
         return self.schema_path.read_text()
+
+    @cached_property
+    def field_names(self) -> tuple[str, ...]:
+        """The record's top-level field names in the schema's order (the sink's columns, the order
+        `parse` prints a record's fields in)."""
+        return tuple(f["name"] for f in json.loads(self.schema_text())["fields"])
 
 
 class Settings:

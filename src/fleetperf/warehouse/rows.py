@@ -3,7 +3,6 @@ in config (columns = the schema's fields); nmon snapshots explode into long-form
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -84,7 +83,7 @@ class RowMapper:
             if topic.key == "nmon_snapshots":
                 self.builders[topic.name] = _nmon_snapshot
                 continue
-            fields = [f["name"] for f in json.loads(topic.schema_text())["fields"]]
+            fields = list(topic.field_names)
             self.columns[topic.table] = fields
             self.builders[topic.name] = _single(topic.table, fields, _CONVERT.get(topic.key))
         self.dead_letter_fields = list(self.columns["dead_letters"])

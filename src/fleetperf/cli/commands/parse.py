@@ -38,7 +38,6 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     binary = getattr(out, "buffer", None)  # where a source's own JSON lines (bytes) go, after out.flush()
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
-    in_schema_order = _orderer(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
     if show:  # tqdm imported only for a bar (start-up of a one-file parse, issue 20)
         from tqdm import tqdm
@@ -77,7 +76,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     problems.append(f"{r['origin_file']} ({where}byte {r['byte_offset']}): {r['error']}")
                 counts[emitted.topic_key] += 1
                 if emitted.encoded is None:  # the Python parsers' dicts: keys in the schema's order, as decoded ones
-                    value = in_schema_order(emitted.topic_key, emitted.record)
+                    value = _in_schema_order(s.topic(emitted.topic_key).field_names, emitted.record)
                 else:
                     value = decode(emitted.topic_key, emitted.encoded)
                 message = {"topic": names[emitted.topic_key], "key": emitted.key, "value": value}
@@ -124,21 +123,13 @@ def _decoder(s: config.Settings):  # noqa: ANN202
     return decode
 
 
-def _orderer(s: config.Settings):  # noqa: ANN202
+def _in_schema_order(names: tuple[str, ...], record: dict) -> dict:
     """A record's fields in its schema's order (the native scanner's records, decoded, come in that
     order; the same file read by the Python parser then prints the same lines)."""
-    orders: dict[str, list[str]] = {}
-
-    def order(topic_key: str, record: dict) -> dict:
-        names = orders.get(topic_key)
-        if names is None:
-            names = orders[topic_key] = [f["name"] for f in json.loads(s.topic(topic_key).schema_text())["fields"]]
-        ordered = {name: record[name] for name in names if name in record}
-        if len(ordered) < len(record):  # a key the schema does not name stays, last (nothing drops it here)
-            ordered.update((k, v) for k, v in record.items() if k not in ordered)
-        return ordered
-
-    return order
+    ordered = {name: record[name] for name in names if name in record}
+    if len(ordered) < len(record):  # a key the schema does not name stays, last (nothing drops it here)
+        ordered.update((k, v) for k, v in record.items() if k not in ordered)
+    return ordered
 
 
 def _no_logical_type(obj: dict) -> dict:

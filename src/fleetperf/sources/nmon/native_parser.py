@@ -113,10 +113,7 @@ def _plans() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
 @cache
 def _field_names() -> tuple[list[str], list[str]]:
     settings = config.load()
-    return tuple(
-        [f["name"] for f in json.loads(settings.topic(key).schema_text())["fields"]]
-        for key in ("nmon_snapshots", "cpu_samples")
-    )
+    return tuple(list(settings.topic(key).field_names) for key in ("nmon_snapshots", "cpu_samples"))
 
 
 def _lines_spec(topics: dict[str, str]) -> tuple[tuple[str, list[str]], ...]:
