@@ -115,6 +115,7 @@ def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[fl
 BASELINE = {
     "FLEETPERF__SUPERSET__SQLITE_WAL": "false",
     "FLEETPERF__SUPERSET__EVENT_LOG_BATCH_SECONDS": "0",
+    "FLEETPERF__SUPERSET__COMPILED_AGGREGATES": "false",
 }
 
 

@@ -8,6 +8,7 @@ from our setting; the action log rows are checked against what each request logg
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sqlite3
 import sys
@@ -111,3 +112,54 @@ def test_action_log_written_off_the_request_in_order(tmp_path: Path, monkeypatch
     assert threads == {threading.current_thread().name}
     logger.flush()  # nothing left: nothing written twice
     assert len(written) == 3
+
+
+def test_pivot_with_compiled_aggregates_equals_superset_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[superset] compiled_aggregates: Superset's own pivot (the post-processing of every ECharts
+    time series with a group-by) gives the same frame with pandas' compiled aggregation as with
+    Superset's numpy callables, on NaNs, an all-NaN group, ints and groups of several rows; an
+    operator whose numpy result differs (median skips no NaN) or with options stays Superset's."""
+    import numpy as np
+    import pandas as pd
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+    # the modules (the package exports functions of the same names)
+    pp_utils, aggregate, pivot = (
+        importlib.import_module(f"superset.utils.pandas_postprocessing.{m}") for m in ("utils", "aggregate", "pivot")
+    )
+
+    for m in (pp_utils, aggregate, pivot):  # Superset's own back after the test
+        monkeypatch.setattr(m, "_get_aggregate_funcs", m._get_aggregate_funcs)  # noqa: SLF001
+    module = _load_config(tmp_path, monkeypatch)
+    event.remove(Engine, "connect", module._sqlite_pragmas)  # noqa: SLF001
+    rng = np.random.default_rng(24)
+    n = 3000
+    df = pd.DataFrame(
+        {
+            "__timestamp": pd.to_datetime(rng.integers(0, 40, n), unit="D"),
+            "frame": rng.choice(["A", "B", "C", None], n),
+            "x": np.where(rng.random(n) < 0.2, np.nan, rng.normal(10, 5, n)),
+            "i": rng.integers(-5, 50, n),
+        }
+    )
+    df.loc[df["frame"] == "C", "x"] = np.nan  # a group with nothing but NaN
+    ops = ["mean", "sum", "min", "max", "median", "std"]
+    aggregates = {f"{c}_{op}": {"column": c, "operator": op} for c in ("x", "i") for op in ops}
+    aggregates["x_p90"] = {"column": "x", "operator": "percentile", "options": {"q": 90}}
+    kwargs = {"index": ["__timestamp"], "columns": ["frame"], "aggregates": aggregates, "drop_missing_columns": False}
+    expected = pivot.pivot(df.copy(), **kwargs)
+    original = pivot._get_aggregate_funcs  # noqa: SLF001
+
+    assert module._compiled_aggregates()  # noqa: SLF001
+    assert pivot._get_aggregate_funcs is not original  # noqa: SLF001
+    funcs = pivot._get_aggregate_funcs(df, aggregates)  # noqa: SLF001
+    assert {k for k, f in funcs.items() if isinstance(f.aggfunc, str)} == {
+        f"{c}_{op}" for c in ("x", "i") for op in ("mean", "sum", "min", "max")
+    }
+    got = pivot.pivot(df.copy(), **kwargs)
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.isna().any().any() and expected.shape[0] == 40  # the NaN cases were there
+    # installed once, not wrapped again
+    installed = pivot._get_aggregate_funcs  # noqa: SLF001
+    assert module._compiled_aggregates()  # noqa: SLF001
+    assert pivot._get_aggregate_funcs is installed  # noqa: SLF001
