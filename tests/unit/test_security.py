@@ -385,6 +385,12 @@ def test_superset_config_has_no_constant_secret_and_security_headers_on(
     module = _load_superset_config(monkeypatch, state)
     assert module.SECRET_KEY == key and len(key) >= 48
     assert module.TALISMAN_ENABLED is True and module.WTF_CSRF_ENABLED is True
+    # the browser may load and call this server only (Superset's default policy allows its page's
+    # tracking pixel, apachesuperset.gateway.scarf.sh, and map tiles from third parties)
+    policy = module.TALISMAN_CONFIG["content_security_policy"]
+    sources = [v for d in policy.values() for v in ([d] if isinstance(d, str) else d)]
+    assert sources and not [v for v in sources if "." in v or "//" in v], policy
+    assert policy["default-src"] == ["'self'"] and policy["object-src"] == "'none'"
     assert module.DB_CONNECTION_MUTATOR is clickhouse.superset_connection_mutator
     assert stat.S_IMODE((state / "secrets" / "superset_secret_key").stat().st_mode) == 0o600
     assert stat.S_IMODE((state / "superset").stat().st_mode) == 0o700
