@@ -370,3 +370,26 @@ def test_a_key_a_snapshot_repeats_is_kept_as_published_by_both_paths(warehouse: 
         assert stored(ch, final=False)[0] == expected
         for table in ("nmon_sections", "nmon_labels", "sink_batches"):
             ch.command(f"TRUNCATE TABLE {table}")
+
+
+def test_a_section_split_across_a_snapshot_keeps_every_row_on_both_paths(warehouse: Any) -> None:
+    """The engine groups a snapshot's rows by section (sql/033, split found as in sql/038): a section
+    whose rows are not next to each other (TOP, CPU_ALL, TOP) is one group, and the first row's
+    section starts one; the Python path, which writes one row per value, stores the same values."""
+    settings, ch = warehouse
+    record = snapshot(0)
+    top = record["rows"][2]
+    second_top = {**top, "entities": ["200 sshd"], "values": [1.5, 300.0], "labels": {"Command": "sshd"}}
+    record["rows"] = [top, record["rows"][0], second_top, record["rows"][1]]
+    results = []
+    for engine in (True, False):
+        _feed(_sink(settings, ch, engine=engine), Consumer(), [Msg(TOPIC, 0, 0, frame(record))], chunk=1)
+        results.append(stored(ch))
+        if engine:
+            sections = ch.query("SELECT section, length(rows) FROM nmon_sections FINAL ORDER BY section").result_rows
+            assert sections == [("CPU_ALL", 1), ("DISKBUSY", 1), ("TOP", 2)]
+        for table in ("nmon_sections", "nmon_values", "nmon_labels", "sink_batches"):
+            ch.command(f"TRUNCATE TABLE {table}")
+    assert results[0] == results[1]
+    values = results[0][0]
+    assert {v[3] for v in values if v[2] == "TOP"} == {"100 ksh", "200 sshd"} and len(values) == 3 + 2 + 4
