@@ -4,7 +4,8 @@ sink -> ClickHouse, on a local stack of its own (Kafka, registry and the Flink j
 runs in the warehouse process). Sinks of several modes (MODES: every record decoded in Python;
 nmon snapshots decoded by the engine into one row per value, sql/017, on a warehouse migrated up
 to 032: "long"; or into one row per host, section and snapshot, sql/033: "after", and "after033",
-the same with the sink's hand-over to its writer thread as of e65c96c) are measured
+the same with the sink's hand-over to its writer thread as of e65c96c; "after037": this sink on the
+views before sql/038's cheaper row check and section split) are measured
 side by side in one run, each on a host it has not seen (the serial number of the file is changed
 per measurement), and each stage is printed:
 
@@ -56,9 +57,10 @@ MODES = {
     "after": {"engine_decode": True, "overlap": True},
     "after033": {"engine_decode": True, "overlap": True, "early_handoff": False},
     "long": {"engine_decode": True, "overlap": True, "early_handoff": False},
+    "after037": {"engine_decode": True, "overlap": True},
 }
 # the newest migration a mode's warehouse gets (None: all)
-MIGRATED_UP_TO = {"long": "032"}
+MIGRATED_UP_TO = {"long": "032", "after037": "037"}
 
 
 def free_port() -> int:
