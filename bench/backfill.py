@@ -175,7 +175,8 @@ class SinkRun:
         self.settings = config.load(
             {**env, "FLEETPERF__CLICKHOUSE__DATABASE": self.database, "FLEETPERF__WAREHOUSE__GROUP_ID": group}
         )
-        self.long_form = mode in MIGRATED_UP_TO
+        # before sql/033 the values are rows of nmon_values
+        self.long_form = MIGRATED_UP_TO.get(mode, "999") < "033"
         self.polls = 0
         self.ch = migrated(self.settings, MIGRATED_UP_TO.get(mode))
         # queries on a client of their own: the sink's client serialises its calls
