@@ -82,13 +82,14 @@ def test_host_cpu_minute_is_null_for_metrics_an_x86_host_does_not_have(embedded_
 def test_host_cpu_minute_takes_the_window_emitted_last_as_final_does(embedded_path: Path) -> None:
     """sql/036 reads derived_metrics without FINAL: a window emitted again (a replay with a later
     emitted_at, stored twice until a merge) shows its last value, as ReplacingMergeTree keeps it;
-    a host-minute with none of the view's metrics is no row."""
+    a host-minute with none of the view's metrics is no row; one emitted again under another name
+    shows once per name until the merge."""
     now = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
     ms = int(now.timestamp() * 1000)
 
     def again(entity: str, metric: str, value: float, emitted_ms: int) -> Emitted:
         e = _derived(entity, metric, value, ms)
-        return Emitted(e.topic_key, e.record | {"emitted_at": emitted_ms, "entity_name": f"{entity}-v{value:g}"})
+        return Emitted(e.topic_key, e.record | {"emitted_at": emitted_ms})
 
     emitted = [
         again("lpar1", "busy_pct", 10.0, ms + 5_000),
@@ -98,6 +99,7 @@ def test_host_cpu_minute_takes_the_window_emitted_last_as_final_does(embedded_pa
         _derived("zvm1", "tv_ratio", 1.2, ms),  # none of the view's metrics
     ]
     ch = _loaded(embedded_path, "util_minute_again", emitted[:1])
+    ch.command("SYSTEM STOP MERGES derived_metrics")  # the rows stay apart until the test merges them
     # one insert each, as replays arrive (one insert block would be deduplicated on insert)
     from fleetperf.warehouse.rows import RowMapper
 
@@ -108,11 +110,23 @@ def test_host_cpu_minute_takes_the_window_emitted_last_as_final_does(embedded_pa
             ch.insert(table, [row], column_names=mapper.columns[table])
     assert ch.query("SELECT count() FROM derived_metrics WHERE entity_id = 'lpar1'").result_rows[0][0] == 4
     rows = ch.query("SELECT host_id, hostname, busy_pct, steal_pct, has_steal FROM host_cpu_minute").result_rows
-    assert [tuple(r) for r in rows] == [("lpar1", "lpar1-v20", 20.0, 4.0, True)]
+    assert [tuple(r) for r in rows] == [("lpar1", "lpar1", 20.0, 4.0, True)]
     final = ch.query(
         "SELECT value FROM derived_metrics FINAL WHERE entity_id = 'lpar1' AND metric = 'busy_pct'"
     ).result_rows
     assert final == [(20.0,)]
+
+    renamed = _derived("lpar1", "busy_pct", 50.0, ms)
+    renamed = Emitted(renamed.topic_key, renamed.record | {"emitted_at": ms + 11_000, "entity_name": "lpar1-new"})
+    for table, row in mapper.rows(settings.topic(renamed.topic_key).name, renamed.record):
+        ch.insert(table, [row], column_names=mapper.columns[table])
+    rows = ch.query("SELECT hostname, busy_pct, steal_pct FROM host_cpu_minute ORDER BY hostname").result_rows
+    assert [tuple(r) for r in rows] == [("lpar1", 20.0, 4.0), ("lpar1-new", 50.0, None)]
+    ch.command("SYSTEM START MERGES derived_metrics")
+    ch.command("OPTIMIZE TABLE derived_metrics FINAL")
+    rows = ch.query("SELECT hostname, busy_pct, steal_pct FROM host_cpu_minute ORDER BY hostname").result_rows
+    # the merge kept busy_pct's last emission (the new name); steal_pct was emitted under the old one
+    assert [tuple(r) for r in rows] == [("lpar1", None, 4.0), ("lpar1-new", 50.0, None)]
 
 
 def test_a_host_with_only_busy_pct_is_a_linux_fleet_entity(embedded_path: Path) -> None:
