@@ -123,6 +123,7 @@ def test_pivot_with_compiled_aggregates_equals_superset_s_own(tmp_path: Path, mo
     import pandas as pd
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
+
     # the modules (the package exports functions of the same names)
     pp_utils, aggregate, pivot = (
         importlib.import_module(f"superset.utils.pandas_postprocessing.{m}") for m in ("utils", "aggregate", "pivot")
