@@ -197,7 +197,7 @@ if _os.environ.get("FLEETPERF_SUPERSET_SQL_LOG"):
 # pandas' own (compiled) aggregation for the operators whose result is the same as numpy's on a
 # pandas Series: np.mean(series) is series.mean() (NaN skipped), likewise sum, min and max; not
 # median (np.median of a Series with a NaN is NaN, pandas skips it).
-_PANDAS_AGGREGATES = {"mean": "mean", "sum": "sum", "min": "min", "max": "max"}
+_PANDAS_AGGREGATES = frozenset({"mean", "sum", "min", "max"})
 
 
 def _compiled_aggregates() -> bool:
@@ -232,7 +232,7 @@ def _compiled_aggregates() -> bool:
         for name, agg in aggregates.items():
             operator = agg.get("operator")
             if isinstance(operator, str) and operator in _PANDAS_AGGREGATES and not agg.get("options"):
-                funcs[name] = NamedAgg(column=funcs[name].column, aggfunc=_PANDAS_AGGREGATES[operator])
+                funcs[name] = NamedAgg(column=funcs[name].column, aggfunc=operator)
         return funcs
 
     get_aggregate_funcs._fleetperf = True  # type: ignore[attr-defined]
