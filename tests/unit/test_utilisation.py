@@ -34,12 +34,11 @@ def _derived(entity: str, metric: str, value: float, start_ms: int = MINUTE_MS) 
     )
 
 
-def _loaded(embedded_path: Path, database: str, emitted: list[Emitted]) -> Any:
-    """A fresh warehouse database holding the rows the sink would insert for these records."""
+def _insert(ch: Any, embedded_path: Path, database: str, emitted: list[Emitted]) -> None:
+    """The rows the sink would insert for these records, one insert block per table."""
     from fleetperf.warehouse.rows import RowMapper
 
     settings = embedded_settings(embedded_path, database)
-    ch, _ = migrate(settings)
     mapper = RowMapper(settings)
     rows: dict[str, list] = {}
     for e in emitted:
@@ -47,6 +46,12 @@ def _loaded(embedded_path: Path, database: str, emitted: list[Emitted]) -> Any:
             rows.setdefault(table, []).append(row)
     for table, batch in rows.items():
         ch.insert(table, batch, column_names=mapper.columns[table])
+
+
+def _loaded(embedded_path: Path, database: str, emitted: list[Emitted]) -> Any:
+    """A fresh warehouse database holding the rows the sink would insert for these records."""
+    ch, _ = migrate(embedded_settings(embedded_path, database))
+    _insert(ch, embedded_path, database, emitted)
     return ch
 
 
@@ -101,13 +106,8 @@ def test_host_cpu_minute_takes_the_window_emitted_last_as_final_does(embedded_pa
     ch = _loaded(embedded_path, "util_minute_again", emitted[:1])
     ch.command("SYSTEM STOP MERGES derived_metrics")  # the rows stay apart until the test merges them
     # one insert each, as replays arrive (one insert block would be deduplicated on insert)
-    from fleetperf.warehouse.rows import RowMapper
-
-    settings = embedded_settings(embedded_path, "util_minute_again")
-    mapper = RowMapper(settings)
     for e in emitted[1:]:
-        for table, row in mapper.rows(settings.topic(e.topic_key).name, e.record):
-            ch.insert(table, [row], column_names=mapper.columns[table])
+        _insert(ch, embedded_path, "util_minute_again", [e])
     assert ch.query("SELECT count() FROM derived_metrics WHERE entity_id = 'lpar1'").result_rows[0][0] == 4
     rows = ch.query("SELECT host_id, hostname, busy_pct, steal_pct, has_steal FROM host_cpu_minute").result_rows
     assert [tuple(r) for r in rows] == [("lpar1", "lpar1", 20.0, 4.0, True)]
@@ -118,8 +118,7 @@ def test_host_cpu_minute_takes_the_window_emitted_last_as_final_does(embedded_pa
 
     renamed = _derived("lpar1", "busy_pct", 50.0, ms)
     renamed = Emitted(renamed.topic_key, renamed.record | {"emitted_at": ms + 11_000, "entity_name": "lpar1-new"})
-    for table, row in mapper.rows(settings.topic(renamed.topic_key).name, renamed.record):
-        ch.insert(table, [row], column_names=mapper.columns[table])
+    _insert(ch, embedded_path, "util_minute_again", [renamed])
     rows = ch.query("SELECT hostname, busy_pct, steal_pct FROM host_cpu_minute ORDER BY hostname").result_rows
     assert [tuple(r) for r in rows] == [("lpar1", 20.0, 4.0), ("lpar1-new", 50.0, None)]
     ch.command("SYSTEM START MERGES derived_metrics")
