@@ -260,6 +260,32 @@ def test_a_file_still_being_written_keeps_its_last_snapshot_for_later(kind: str)
     assert parser.resume_offset == data.index(b"ZZZZ,T0004")
 
 
+HEAD = b"AAA,progname,nmon\nAAA,host,h\nCPU_ALL,CPU Total h,User%,Sys%\nMEM,Memory MB h,memtotal\n"
+SNAP1 = b"ZZZZ,T0001,00:00:01,01-JAN-2024\nCPU_ALL,T0001,1.0,1.0\nMEM,T0001,512\n"
+SNAP2 = b"ZZZZ,T0002,00:00:11,01-JAN-2024\nCPU_ALL,T0002,1.0,1.0\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        (HEAD + SNAP1 + SNAP2 + b"MEM,T0002,512\n", False),  # the last snapshot has every section
+        (HEAD + SNAP1 + SNAP2, True),  # its MEM line not written yet
+        (HEAD + SNAP1 + SNAP2[:-6], True),  # cut inside its CPU_ALL line
+        (HEAD + SNAP1, False),  # one snapshot: nothing to compare with
+        (SNAP1 + SNAP2, True),  # the tail read starts on a ZZZZ line
+        (SNAP1[10:] + SNAP2 + b"MEM,T0002,512\n", False),  # ... or inside one: a single ZZZZ line
+        (HEAD + SNAP1 + SNAP2 + b"MEM,T0002,512\nZZZZ,T0003,00:00:21,01-JAN-2024\n", True),  # ZZZZ alone
+    ],
+)
+def test_a_growing_files_last_snapshot_is_short_without_a_section(tmp_path: Path, text: bytes, short: bool) -> None:
+    """What `ingest` holds back of a file modified in the last 30 s (sources/nmon/source.py)."""
+    from fleetperf.sources.nmon.source import _last_snapshot_short
+
+    path = tmp_path / "h.nmon"
+    path.write_bytes(text)
+    assert _last_snapshot_short(path) is short
+
+
 # 4: absurd values -------------------------------------------------------------------------------
 
 

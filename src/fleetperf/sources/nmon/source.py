@@ -123,22 +123,33 @@ def _ends_inside_a_line(path: Path) -> bool:
 
 def _last_snapshot_short(path: Path) -> bool:
     """True if the file's last snapshot holds fewer sections than the one before it, judged on
-    its last TAIL_BYTES (a plain file; a .gz being written is not a case nmon makes)."""
+    its last TAIL_BYTES (a plain file; a .gz being written is not a case nmon makes). Only those
+    two snapshots' lines are split: splitting every line of the tail was 0.25 of 1.9 CPU-s of a
+    backfill of 40 freshly copied 1.2 MB AIX files (py-spy), every file of a fresh copy counting as
+    possibly still written."""
     with open(path, "rb") as handle:
         if handle.read(2) == b"\x1f\x8b":
             return False
         size = handle.seek(0, 2)
         handle.seek(max(0, size - TAIL_BYTES))
-        lines = handle.read().split(b"\n")
-    marks = [i for i, line in enumerate(lines) if line.startswith(b"ZZZZ,")]
-    if len(marks) < 2:
+        tail = handle.read()
+    last = _zzzz_line_before(tail, len(tail))
+    before = _zzzz_line_before(tail, last) if last > 0 else -1
+    if before < 0:
         return False
 
-    def tags(start: int, end: int) -> set[bytes]:
-        return {line.split(b",", 1)[0] for line in lines[start + 1 : end] if line.strip()}
+    def tags(start: int, end: int) -> set[bytes]:  # sections of the lines after the ZZZZ line at start
+        return {line.split(b",", 1)[0] for line in tail[start:end].split(b"\n")[1:] if line.strip()}
 
-    last, before = tags(marks[-1], len(lines)), tags(marks[-2], marks[-1])
-    return last < before
+    return tags(last, len(tail)) < tags(before, last)
+
+
+def _zzzz_line_before(data: bytes, end: int) -> int:
+    """Where the last line that starts with ZZZZ, and starts before `end`, starts; -1 if none."""
+    at = data.rfind(b"\nZZZZ,", 0, end + 4)  # the b"\n" at most at end - 2: the line starts before end
+    if at >= 0:
+        return at + 1
+    return 0 if end > 0 and data.startswith(b"ZZZZ,") else -1
 
 
 TAIL_CHUNK = 4 << 20  # bytes read at a time from a followed file
