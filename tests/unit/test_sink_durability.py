@@ -116,10 +116,18 @@ class FailingInserts:
         self._ch, self._table = ch, table
 
     def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        self._fail_once(table)
+        return self._ch.insert(table, *args, **kwargs)
+
+    def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        """The engine-decoded topics' inserts (sink.ENGINE_DECODED) fail the same way."""
+        self._fail_once(table)
+        return self._ch.raw_insert(table, *args, **kwargs)
+
+    def _fail_once(self, table: str) -> None:
         if table == self._table:
             self._table = ""
             raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
-        return self._ch.insert(table, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401
         return getattr(self._ch, name)
@@ -258,14 +266,15 @@ def test_a_crash_between_two_tables_and_before_the_commit_loses_and_doubles_noth
     values[5] = b"\x07garbage"  # one dead letter in the range: two tables (dead_letters, derived_metrics)
     msgs = [Msg(TOPIC, 0, o, v) for o, v in enumerate(values)]
 
-    # dead_letters is inserted, then ClickHouse fails on derived_metrics: nothing committed
+    # derived_metrics is inserted (the engine decodes them, first: sink.ENGINE_DECODED), then
+    # ClickHouse fails on dead_letters: nothing committed
     consumer = Consumer()
-    crashing = _sink(settings, FailingInserts(ch, "derived_metrics"), registry, batch_rows=100)
+    crashing = _sink(settings, FailingInserts(ch, "dead_letters"), registry, batch_rows=100)
     with pytest.raises(ConnectionError):
         _feed(crashing, consumer, msgs, chunk=20)
     assert consumer.committed == {}
-    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(1,)]
-    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(0,)]
+    assert ch.query("SELECT count() FROM derived_metrics").result_rows == [(19,)]
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
 
     # after the retry every insert went in, but the broker dies before the commit
     retry = _sink(settings, ch, registry, batch_rows=100)
@@ -311,13 +320,20 @@ class HeldInserts:
         self.entered = threading.Event()
 
     def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        self._hold(table)
+        return self._ch.insert(table, *args, **kwargs)
+
+    def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        self._hold(table)
+        return self._ch.raw_insert(table, *args, **kwargs)
+
+    def _hold(self, table: str) -> None:
         if table == self._table:
             self.entered.set()
             assert self.release.wait(60), "the test never released the insert"
             if self._fail:
                 self._fail = False
                 raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
-        return self._ch.insert(table, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401
         return getattr(self._ch, name)

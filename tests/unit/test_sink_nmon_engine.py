@@ -156,16 +156,6 @@ def _feed(sink: Sink, consumer: Consumer, msgs: list[Msg], chunk: int) -> None:
     sink.flush_due(consumer, force=True)
 
 
-class FailingRawInserts(FailingInserts):
-    """Fails the first engine (raw) insert into `table`, as a ClickHouse outage would."""
-
-    def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        if table == self._table:
-            self._table = ""
-            raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
-        return self._ch.raw_insert(table, *args, **kwargs)
-
-
 def test_the_object_container_is_read_by_an_independent_avro_reader() -> None:
     records = [snapshot(i) for i in range(3)]
     bodies = [frame(r)[5:] for r in records]
@@ -257,7 +247,7 @@ def test_a_failed_engine_insert_commits_nothing_and_dead_letters_nothing(warehou
     settings, ch = warehouse
     msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(5)]
     consumer = Consumer()
-    failing = _sink(settings, FailingRawInserts(ch, "nmon_snapshots_in"))
+    failing = _sink(settings, FailingInserts(ch, "nmon_snapshots_in"))
     with pytest.raises(ConnectionError):
         _feed(failing, consumer, msgs, chunk=5)
     assert consumer.committed == {} and failing.undecodable == 0 and failing.insert_errors == 1

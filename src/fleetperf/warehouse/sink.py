@@ -62,11 +62,23 @@ DEDUP_SETTINGS = {
     "deduplicate_blocks_in_dependent_materialized_views": 1,
     "async_insert": 0,
 }
-# Topics whose records the engine decodes and explodes itself (sql/017): topic key -> table fed.
-# Measured in this process with cProfile (10.6 MB AIX nmon file, 1,870 snapshots, 1.49 M values):
-# fastavro decode 2.0 s, one Python list per value 2.9 s, clickhouse-connect's Native encoding
-# 5.3 s, the engine 1.7 s; the engine reading the Avro itself: about 1 s in all.
-ENGINE_DECODED = {"nmon_snapshots": "nmon_snapshots_in"}
+# Topics whose records the engine decodes itself: topic key -> the table fed (None: the topic's own
+# table, whose columns are the schema's fields: the engine reads each field into its column by
+# name, as the Python path's RowMapper makes a row of a record).
+# - nmon snapshots, exploded by sql/017's and 033's views. Measured in this process with cProfile
+#   (10.6 MB AIX nmon file, 1,870 snapshots, 1.49 M values): fastavro decode 2.0 s, one Python list
+#   per value 2.9 s, clickhouse-connect's Native encoding 5.3 s, the engine 1.7 s; the engine
+#   reading the Avro itself: about 1 s in all.
+# - Flink's derived metrics and the cpu samples: small records, a few per snapshot, that outnumber
+#   the snapshots in a fleet's backfill (50 simulated hosts x 48 h at 60 s: 144 k snapshots, 144 k
+#   cpu samples, ~620 k derived metrics; py-spy: the sink's Python decode and Native encoding of
+#   them were most of its 10-15 CPU-s). 100 k derived metrics into derived_metrics: 1.43-1.62 CPU-s
+#   decoded in Python, 0.28-0.34 CPU-s read by the engine (the same rows).
+ENGINE_DECODED: dict[str, str | None] = {
+    "nmon_snapshots": "nmon_snapshots_in",
+    "cpu_samples": None,
+    "derived_metrics": None,
+}
 # An engine-decoded batch is also cut at this many bytes of Avro: one insert's input is one block
 # in the engine (so a broken message fails it before anything is written, sql/017), and ~500
 # snapshots per insert measured fastest (64: 2x slower, 1,870: 20 % slower).
@@ -257,10 +269,16 @@ class Sink:
         self.columns = self.mapper.columns
         self.nmon_topic = settings.topic("nmon_snapshots").name
         self.engine_tables: dict[str, str] = {}
+        # table -> the columns an engine insert names (None: all of them, nmon_snapshots_in): the
+        # rest take their defaults (ingested_at), a field of a newer schema that no column has is
+        # skipped, as the Python path skips it
+        self.engine_columns: dict[str, list[str] | None] = {}
         if engine_decode:
-            self.engine_tables = {
-                t.name: ENGINE_DECODED[t.key] for t in settings.topics.values() if t.key in ENGINE_DECODED
-            }
+            for t in settings.topics.values():
+                if t.key in ENGINE_DECODED:
+                    table = ENGINE_DECODED[t.key] or t.table
+                    self.engine_tables[t.name] = table
+                    self.engine_columns[table] = None if ENGINE_DECODED[t.key] else self.columns[table]
         self.decode = AvroDecoder(fetch or registry_fetcher(settings))
         self.batch_rows = int(settings["warehouse"]["batch_rows"])
         self.batch_seconds = float(settings["warehouse"]["batch_seconds"])
@@ -587,7 +605,7 @@ class Sink:
                 data = batch.framed.get((table, schema_id))
                 if data is None:  # not cut by _flush (tests call _write directly)
                     data = self._container(schema_id, msgs)
-                self.ch.raw_insert(table, None, data, settings=settings, fmt="Avro")
+                self.ch.raw_insert(table, self.engine_columns[table], data, settings=settings, fmt="Avro")
             except Exception:
                 broken = self._broken_messages(msgs)
                 if not broken:
@@ -603,7 +621,9 @@ class Sink:
         batch.framed = {}  # inserted: the containers' memory goes now, not when the batch is committed
 
     def _insert_container(self, table: str, schema_id: int, msgs: list[Any], settings: dict[str, Any]) -> None:
-        self.ch.raw_insert(table, None, self._container(schema_id, msgs), settings=settings, fmt="Avro")
+        self.ch.raw_insert(
+            table, self.engine_columns[table], self._container(schema_id, msgs), settings=settings, fmt="Avro"
+        )
 
     def _container(self, schema_id: int, msgs: list[Any]) -> bytes:
         return object_container(self.decode.schema_json(schema_id), [m.value()[5:] for m in msgs])

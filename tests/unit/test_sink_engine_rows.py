@@ -1,0 +1,218 @@
+"""Cpu samples and derived metrics read by the engine (sink.ENGINE_DECODED, issue 24 goal 1: a
+fleet's backfill is mostly these small records) store exactly the rows of their records.
+
+The expected rows are written out here from the records this test encodes (not through the sink's
+RowMapper); the Python path (engine_decode=False) runs beside it as a second check. Edge values
+that a type mapping could get wrong are in the records: NULLs of every nullable column, negative
+and fractional numbers, a timestamp with milliseconds, an empty string, non-ASCII text, false. A
+newer schema version with one more field (BACKWARD compatible) is read too, and a broken message
+among good ones is a dead letter alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastavro import parse_schema, schemaless_writer
+
+from fleetperf import config
+from fleetperf.warehouse.clickhouse import migrate
+from fleetperf.warehouse.sink import ENGINE_DECODED, Sink, TransientError, UndecodableError
+from tests.conftest import embedded_settings
+from tests.unit.test_sink_durability import Consumer, Msg
+
+SETTINGS = config.load({})
+T0 = datetime(2026, 3, 31, 23, 59, 59, 123000, tzinfo=UTC)  # milliseconds, and a month boundary
+
+
+def _schemas(key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    v1 = json.loads(SETTINGS.topic(key).schema_text())
+    v2 = {**v1, "fields": [*v1["fields"], {"name": "note", "type": "string", "default": ""}]}
+    return v1, v2
+
+
+IDS = {
+    31: ("cpu_samples", _schemas("cpu_samples")[0]),
+    32: ("cpu_samples", _schemas("cpu_samples")[1]),
+    41: ("derived_metrics", _schemas("derived_metrics")[0]),
+    42: ("derived_metrics", _schemas("derived_metrics")[1]),
+}
+PARSED = {sid: parse_schema(schema) for sid, (_key, schema) in IDS.items()}
+
+
+def registry(schema_id: int) -> Any:  # noqa: ANN401
+    if schema_id not in PARSED:
+        raise UndecodableError(f"schema id {schema_id} is unknown to the registry (404)")
+    return PARSED[schema_id]
+
+
+def frame(record: dict[str, Any], schema_id: int) -> bytes:
+    buf = io.BytesIO()
+    buf.write(b"\0" + schema_id.to_bytes(4, "big"))
+    schemaless_writer(buf, PARSED[schema_id], record)
+    return buf.getvalue()
+
+
+def cpu_sample(i: int) -> dict[str, Any]:
+    aix = i % 2 == 0
+    return {
+        "host_id": f"02ABCDE-{i}" if aix else f"lnx-ümlaut-{i}",
+        "hostname": f"host{i}",
+        "ts": T0 + timedelta(seconds=30 * i),
+        "interval_s": 30.0,
+        "source": "nmon" if aix else "sadc",
+        "user_pct": 12.5 + i,
+        "sys_pct": 0.0,
+        "wait_pct": None,
+        "idle_pct": 87.25 - i,
+        "steal_pct": None if aix else 0.1 * i,
+        "cpus": 8,
+        "physc": 0.125 * i if aix else None,
+        "entitled": 1.5 if aix else None,
+        "virtual_cpus": 2 if aix else None,
+        "pool_cpus": 16.0 if aix else None,
+        "pool_idle": -0.0 if aix else None,
+        "origin_file": "" if i == 3 else f"/perf/h{i}.nmon",
+        "origin_snapshot": f"T{i:04d}",
+        **({"note": "v2"} if i % 3 == 1 else {}),
+    }
+
+
+def derived_metric(i: int) -> dict[str, Any]:
+    return {
+        "entity_id": f"lpar{i % 3}",
+        "entity_name": "" if i == 4 else f"LPAR Ü{i % 3}",
+        "metric": ("busy_pct", "steal_pct", "physc")[i % 3],
+        "window_start": T0 + timedelta(minutes=i),
+        "window_end": T0 + timedelta(minutes=i + 1),
+        "value": -1.5e-7 if i == 2 else 1e12 + i,
+        "samples": 2**31 - 1 if i == 1 else i,
+        "is_final": i % 4 != 0,
+        "emitted_at": T0 + timedelta(minutes=i + 1, milliseconds=7),
+        **({"note": "v2"} if i % 3 == 1 else {}),
+    }
+
+
+def naive(ts: datetime) -> datetime:
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+# written out from the records above, in the table's column order (the schemas' fields)
+CPU_COLUMNS = [f["name"] for f in IDS[31][1]["fields"]]
+DERIVED_COLUMNS = [f["name"] for f in IDS[41][1]["fields"]]
+
+
+def expected(records: list[dict[str, Any]], columns: list[str]) -> list[tuple]:
+    return sorted(
+        (tuple(naive(r[c]) if isinstance(r[c], datetime) else r[c] for c in columns) for r in records), key=repr
+    )
+
+
+def stored(ch: Any, table: str, columns: list[str]) -> list[tuple]:  # noqa: ANN401
+    return sorted(ch.query(f"SELECT {', '.join(columns)} FROM {table}").result_rows, key=repr)
+
+
+@pytest.fixture
+def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
+    database = "sinkrows_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
+    yield settings, ch
+    ch.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+def _run(settings: config.Settings, ch: Any, msgs: list[Msg], engine: bool = True) -> tuple[Sink, Consumer]:  # noqa: ANN401
+    sink = Sink(settings, ch, fetch=registry, engine_decode=engine)
+    sink.batch_rows = 4  # several batches, several containers
+    sink.batch_seconds = 3600.0
+    consumer = Consumer()
+    for i in range(0, len(msgs), 5):
+        for m in msgs[i : i + 5]:
+            sink.add(consumer, m)
+        sink.flush_due(consumer)
+    sink.flush_due(consumer, force=True)
+    return sink, consumer
+
+
+def test_these_topics_are_read_by_the_engine_into_their_own_tables() -> None:
+    assert ENGINE_DECODED["cpu_samples"] is None and ENGINE_DECODED["derived_metrics"] is None
+    sink = Sink(SETTINGS, ch=None, fetch=registry)  # type: ignore[arg-type] - no insert here
+    assert sink.engine_tables[SETTINGS.topic("cpu_samples").name] == "cpu_samples"
+    assert sink.engine_tables[SETTINGS.topic("derived_metrics").name] == "derived_metrics"
+    # named columns: the others (ingested_at) take their defaults
+    assert sink.engine_columns["derived_metrics"] == DERIVED_COLUMNS
+    assert sink.engine_columns["nmon_snapshots_in"] is None
+
+
+@pytest.mark.parametrize(
+    ("key", "make", "ids", "columns"),
+    [
+        ("cpu_samples", cpu_sample, (31, 32), CPU_COLUMNS),
+        ("derived_metrics", derived_metric, (41, 42), DERIVED_COLUMNS),
+    ],
+)
+def test_engine_decoded_records_make_exactly_their_rows(
+    warehouse: Any,  # noqa: ANN401
+    key: str,
+    make: Any,  # noqa: ANN401
+    ids: tuple[int, int],
+    columns: list[str],
+) -> None:
+    settings, ch = warehouse
+    topic = settings.topic(key)
+    records = [make(i) for i in range(9)]
+    # two schema versions interleaved: one container per schema id and batch
+    msgs = [Msg(topic.name, 0, i, frame(r, ids[1] if "note" in r else ids[0])) for i, r in enumerate(records)]
+    sink, consumer = _run(settings, ch, msgs)
+    assert consumer.committed == {(topic.name, 0): 9} and sink.undecodable == 0
+    assert sink.rows_written == {topic.table: 9}
+    assert stored(ch, topic.table, columns) == expected(records, columns)
+    # the engine's rows got their ingested_at default (cpu_samples: the replacing version)
+    if "ingested_at" in ch.query(f"SELECT * FROM {topic.table} LIMIT 0").column_names:
+        assert ch.query(f"SELECT min(ingested_at) > '2026-01-01' FROM {topic.table}").result_rows == [(True,)]
+
+    # the Python path into the same tables after a truncate: the same rows
+    for table in (topic.table, "sink_batches"):
+        ch.command(f"TRUNCATE TABLE {table}")
+    python, _ = _run(settings, ch, msgs, engine=False)
+    assert python.rows_written == {topic.table: 9}
+    assert stored(ch, topic.table, columns) == expected(records, columns)
+
+
+def test_a_broken_derived_metric_is_a_dead_letter_and_its_batch_goes_in(warehouse: Any) -> None:  # noqa: ANN401
+    settings, ch = warehouse
+    topic = settings.topic("derived_metrics")
+    records = [derived_metric(i) for i in range(6)]
+    good = frame(records[2], 41)
+    values = [frame(r, 41) for r in records]
+    values[2] = good[: len(good) - 9]  # the Avro body cut short: does not decode
+    values[4] = b"\0\0\0\0\x63" + values[4][5:]  # schema id 99: unknown (404)
+    msgs = [Msg(topic.name, 1, o, v) for o, v in enumerate(values)]
+    sink, consumer = _run(settings, ch, msgs)
+    assert consumer.committed == {(topic.name, 1): 6} and sink.undecodable == 2
+    kept = [r for i, r in enumerate(records) if i not in (2, 4)]
+    assert stored(ch, "derived_metrics", DERIVED_COLUMNS) == expected(kept, DERIVED_COLUMNS)
+    offsets = ch.query("SELECT kafka_offset FROM dead_letters FINAL ORDER BY kafka_offset").result_rows
+    assert offsets == [(2,), (4,)]
+
+
+def test_a_registry_outage_on_an_engine_decoded_topic_commits_nothing(warehouse: Any) -> None:  # noqa: ANN401
+    settings, ch = warehouse
+    topic = settings.topic("cpu_samples")
+
+    def down(_schema_id: int) -> Any:  # noqa: ANN401
+        raise TransientError("registry unreachable (test)")
+
+    sink = Sink(settings, ch, fetch=down)
+    consumer = Consumer()
+    with pytest.raises(TransientError):
+        sink.add(consumer, Msg(topic.name, 0, 0, frame(cpu_sample(0), 31)))
+    assert consumer.committed == {} and sink.undecodable == 0
+    assert ch.query("SELECT count() FROM cpu_samples").result_rows == [(0,)]
+    assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
