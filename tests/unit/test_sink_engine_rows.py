@@ -216,3 +216,34 @@ def test_a_registry_outage_on_an_engine_decoded_topic_commits_nothing(warehouse:
     assert consumer.committed == {} and sink.undecodable == 0
     assert ch.query("SELECT count() FROM cpu_samples").result_rows == [(0,)]
     assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
+
+
+def test_a_batch_the_python_path_inserted_is_dropped_when_the_engine_replays_it(warehouse: Any) -> None:  # noqa: ANN401
+    """An older sink decoded derived metrics in Python: a batch it inserted but never committed (it
+    crashed before the commit) and this sink replays must not count twice, in the rollups either."""
+    settings, ch = warehouse
+    topic = settings.topic("derived_metrics")
+    records = [{k: v for k, v in derived_metric(i).items() if k != "note"} | {"is_final": True} for i in range(9)]
+    msgs = [Msg(topic.name, 0, i, frame(r, 41)) for i, r in enumerate(records)]
+
+    def feed(sink: Sink, consumer: Consumer) -> None:
+        sink.batch_rows, sink.batch_seconds = 100, 3600.0  # one batch
+        for m in msgs:
+            sink.add(consumer, m)
+        sink.flush_due(consumer, force=True)
+
+    crashed = Consumer()
+    crashed.fail_commit = True
+    with pytest.raises(RuntimeError):
+        feed(Sink(settings, ch, fetch=registry, engine_decode=False), crashed)
+    assert crashed.committed == {}
+    counts = "SELECT (SELECT count() FROM derived_metrics), (SELECT sum(windows) FROM metrics_hourly_v)"
+    once = ch.query(counts).result_rows
+    assert once == [(9, 9)]
+
+    replay = Sink(settings, ch, fetch=registry)
+    consumer = Consumer()
+    feed(replay, consumer)
+    assert consumer.committed == {(topic.name, 0): 9} and replay.replayed_batches == 1
+    assert replay.rows_written == {"derived_metrics": 9}  # through the engine
+    assert ch.query(counts).result_rows == once

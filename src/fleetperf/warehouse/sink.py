@@ -36,8 +36,8 @@ import json
 import logging
 import threading
 import time
-from collections import defaultdict, deque
-from collections.abc import Callable
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -252,12 +252,13 @@ class Sink:
         settings: Settings,
         ch: Client,
         fetch: SchemaFetcher | None = None,
-        engine_decode: bool = True,
+        engine_decode: bool | Collection[str] = True,
         overlap: bool = True,
         early_handoff: bool = True,
     ) -> None:
         """`engine_decode=False` decodes every topic in Python as before sql/017 (nmon snapshots then
-        go to nmon_snapshots_in as columns, the views store them as for the engine); `overlap=False`
+        go to nmon_snapshots_in as columns, the views store them as for the engine), a collection
+        of topic keys lets the engine decode those of ENGINE_DECODED only; `overlap=False`
         inserts each batch in the consumer thread before reading on (bench/backfill.py measures
         the three in one run); `early_handoff=False` is the hand-over of e65c96c (bench/backfill.py mode
         "after033"): the writer frames the object containers, and the next batch goes to it only
@@ -275,7 +276,7 @@ class Sink:
         self.engine_columns: dict[str, list[str] | None] = {}
         if engine_decode:
             for t in settings.topics.values():
-                if t.key in ENGINE_DECODED:
+                if t.key in ENGINE_DECODED and (engine_decode is True or t.key in engine_decode):
                     table = ENGINE_DECODED[t.key] or t.table
                     self.engine_tables[t.name] = table
                     self.engine_columns[table] = None if ENGINE_DECODED[t.key] else self.columns[table]
@@ -591,15 +592,21 @@ class Sink:
 
     def _insert_engine_decoded(self, batch: Batch) -> None:
         """One object container per (table, schema id) of the batch, inserted with the batch's token
-        and the schema id (a fixed token whatever else the batch holds). If the insert of a group
+        and the schema id (a fixed token whatever else the batch holds). A topic's own table read in
+        one container takes the batch's token alone, the token the Python path gave the same rows,
+        so a batch an older sink inserted (cpu samples and derived metrics were decoded in Python
+        before) and this one replays is dropped too, rollups included. If the insert of a group
         fails, each of its messages is decoded here: the broken ones become dead letters and the
         rest of the group is inserted (the failed insert wrote nothing, sql/017); if none is broken,
         the failure was the engine's and raises (nothing committed, retried)."""
-        for (table, schema_id), msgs in self._groups(batch).items():
+        groups = self._groups(batch)
+        containers = Counter(table for table, _ in groups)
+        for (table, schema_id), msgs in groups.items():
+            own = self.engine_columns[table] is not None and containers[table] == 1
             settings = {
                 **DEDUP_SETTINGS,
                 **ENGINE_INSERT_SETTINGS,
-                "insert_deduplication_token": f"{batch.token}@{schema_id}",
+                "insert_deduplication_token": batch.token if own else f"{batch.token}@{schema_id}",
             }
             try:
                 data = batch.framed.get((table, schema_id))
