@@ -5,9 +5,10 @@ runs in the warehouse process). Sinks of several modes (MODES: every record deco
 nmon snapshots decoded by the engine into one row per value, sql/017, on a warehouse migrated up
 to 032: "long"; or into one row per host, section and snapshot, sql/033: "after", and "after033",
 the same with the sink's hand-over to its writer thread as of e65c96c; "after037": this sink on the
-views before sql/038's cheaper row check and section split) are measured
-side by side in one run, each on a host it has not seen (the serial number of the file is changed
-per measurement), and each stage is printed:
+views before sql/038's cheaper row check and section split; "nmononly": only nmon snapshots read
+by the engine, cpu samples and derived metrics decoded in Python) are measured side by side in one
+run, each on a host it has not seen (the serial number of the file is changed per measurement), and
+each stage is printed:
 
 - collector -> Kafka: `ingest` of the file until every record is acknowledged (the sink consumes
   meanwhile, as in a real backfill);
@@ -19,6 +20,11 @@ per measurement), and each stage is printed:
 
 MB are of the nmon file; values are the collector's count. Medians over --runs. Needs the
 third-party corpus (../shared/corpus) for the AIX file it grows, or --file.
+
+--hosts N measures a fleet's backfill instead of one host's: the file is written as N hosts (N files,
+each with a serial number and hostname no run has seen) and `ingest` reads them in one call, so the
+per-file costs (open, re-run ledger, end-of-stream marker) and the per-host ones (Flink keys and
+windows, one series per host in the warehouse) are in the figures; every stage waits for every host.
 
     PYTHONPATH=src .venv/bin/python bench/backfill.py --copies 40 --runs 3 --modes after033 after
 """
@@ -50,7 +56,9 @@ from fleetperf.config import Settings  # noqa: E402
 # writer before the last one's offset is committed; "after033" is "after" with the containers
 # framed in the writer thread and the commit before the hand-over (the sink as of e65c96c); "long" is
 # "after033" on a warehouse migrated up to 032 (sql/017's long form: one row per value in the
-# nmon_values table), the others have sql/033 (one row per host, section and snapshot)
+# nmon_values table), the others have sql/033 (one row per host, section and snapshot); "nmononly" is
+# "after" with only the nmon snapshots read by the engine, the cpu samples and derived metrics
+# decoded in Python (the sink as of 74a9acd)
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
@@ -58,6 +66,7 @@ MODES = {
     "after033": {"engine_decode": True, "overlap": True, "early_handoff": False},
     "long": {"engine_decode": True, "overlap": True, "early_handoff": False},
     "after037": {"engine_decode": True, "overlap": True},
+    "nmononly": {"engine_decode": ("nmon_snapshots",), "overlap": True},
 }
 # the newest migration a mode's warehouse gets (None: all)
 MIGRATED_UP_TO = {"long": "032", "after037": "037"}
@@ -88,17 +97,28 @@ def environment(state: Path) -> dict[str, str]:
     return env
 
 
-def host_file(source: Path, target: Path, serial: str) -> str:
-    """The file with another serial number (AAA,SerialNumber): another host_id (serial-LPAR)."""
+def host_file(source: Path, target: Path, serial: str, hostname: str | None = None) -> str:
+    """The file as another host: AAA,SerialNumber (an AIX file's host_id is serial-LPAR number) and,
+    when `hostname` is given, AAA,host (a Linux file's host_id) changed. Returns the host_id."""
     lines = source.read_text().splitlines(keepends=True)
+    found = {}
     for i, line in enumerate(lines[:200]):
-        if line.startswith("AAA,SerialNumber,"):
+        key = line.split(",", 2)[:2]
+        if key == ["AAA", "SerialNumber"]:
             lines[i] = f"AAA,SerialNumber,{serial}\n"
-            break
-    else:
-        raise SystemExit(f"{source}: no AAA,SerialNumber line")
+            found["serial"] = serial
+        elif key == ["AAA", "host"] and hostname is not None:
+            lines[i] = f"AAA,host,{hostname}\n"
+            found["host"] = hostname
+        elif key == ["AAA", "LPARNumberName"]:
+            found["lpar"] = line.split(",")[2]
+    if "serial" in found and "lpar" in found:
+        target.write_text("".join(lines))
+        return f"{serial}-{found['lpar']}"  # sources/nmon: host_id = serial-LPAR number
+    if "host" not in found:
+        raise SystemExit(f"{source}: neither AAA,SerialNumber with AAA,LPARNumberName nor AAA,host to change")
     target.write_text("".join(lines))
-    return serial
+    return hostname or ""
 
 
 def last_snapshot_ts(path: Path) -> str:
@@ -198,36 +218,44 @@ class SinkRun:
     def start(self) -> None:
         self.thread.start()
 
-    def values(self, host: str) -> int:
-        """Values stored for the host, not deduplicated (a merge may not have run yet)."""
+    def values(self, hosts: list[str]) -> int:
+        """Values stored for the hosts, not deduplicated (a merge may not have run yet)."""
+        where = f"host_id IN ({', '.join(repr(h) for h in hosts)})"
         if self.long_form:
-            sql = f"SELECT count() FROM nmon_values WHERE host_id = '{host}'"
+            sql = f"SELECT count() FROM nmon_values WHERE {where}"
         else:  # the values' arrays counted, not exploded (nmon_values_raw: 305 ms of CPU for 6 M)
-            sql = f"SELECT sum(length(arrayFlatten(rows.values))) FROM nmon_sections WHERE host_id = '{host}'"
+            sql = f"SELECT sum(length(arrayFlatten(rows.values))) FROM nmon_sections WHERE {where}"
         return int(self.q.command(sql))
 
-    def all_values(self, host: str, values: int, last_ts: str) -> bool:
-        """Every value of the file stored. Polled 4 times a second: on nmon_sections the values are
-        counted (37 ms of CPU for 6 M) only once the last snapshot's sections are in (a read of the
-        ts column, ~1 ms; the sink inserts a partition's batches in offset order), else the polls
-        took 1.4 of the 4.5 CPU seconds measured for the sink on a backlog."""
+    def all_values(self, last: dict[str, str], values: int) -> bool:
+        """Every value of the files stored (last: host_id -> its last snapshot's time). Polled 4
+        times a second: on nmon_sections the values are counted (37 ms of CPU for 6 M) only once
+        every host's last snapshot's sections are in (a read of the ts column, ~1 ms; the sink
+        inserts a partition's batches in offset order), else the polls took 1.4 of the 4.5 CPU
+        seconds measured for the sink on a backlog."""
         self.polls += 1
         if not self.long_form and self.polls % 8:  # every 2 s counted all the same (a cut last snapshot)
-            newest = self.q.command(
-                f"SELECT toString(toStartOfSecond(max(ts))) FROM nmon_sections WHERE host_id = '{host}'"
-            )
-            if str(newest) < last_ts:
+            in_list = ", ".join(repr(h) for h in last)
+            newest = self.q.query(
+                "SELECT host_id, toString(toStartOfSecond(max(ts))) FROM nmon_sections "
+                f"WHERE host_id IN ({in_list}) GROUP BY host_id"
+            ).result_rows
+            if len(newest) < len(last) or any(ts < last[host] for host, ts in newest):
                 return False
-        return self.values(host) >= values
+        return self.values(list(last)) >= values
 
-    def derived(self, host: str, last_ts: str) -> tuple[bool, float | None]:
-        """(every window of the host final and the last snapshot's window among them, newest emitted_at)."""
-        n, final, newest, emitted = self.q.query(
-            "SELECT count(), countIf(is_final), max(window_end), toUnixTimestamp64Milli(max(emitted_at)) "
-            f"FROM derived_metrics FINAL WHERE entity_id = '{host}'"
-        ).result_rows[0]
-        done = n > 0 and n == final and newest.strftime("%Y-%m-%d %H:%M:%S") > last_ts
-        return done, (emitted / 1000 if n else None)
+    def derived(self, last: dict[str, str]) -> tuple[bool, float | None]:
+        """(every window of every host final and each host's last snapshot's window among them,
+        newest emitted_at)."""
+        in_list = ", ".join(repr(h) for h in last)
+        rows = self.q.query(
+            "SELECT entity_id, count(), countIf(is_final), max(window_end), toUnixTimestamp64Milli(max(emitted_at)) "
+            f"FROM derived_metrics FINAL WHERE entity_id IN ({in_list}) GROUP BY entity_id"
+        ).result_rows
+        done = len(rows) == len(last) and all(
+            n == final and newest.strftime("%Y-%m-%d %H:%M:%S") > last[host] for host, n, final, newest, _e in rows
+        )
+        return done, (max(r[4] for r in rows) / 1000 if rows else None)
 
     def stop(self) -> None:
         self.sink.stop()
@@ -245,9 +273,9 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def stack_cpu(pids: list[int | None]) -> float:
-    """CPU seconds of this process (collector + sink + embedded ClickHouse) and the services."""
-    return cpu_seconds(os.getpid()) + sum(cpu_seconds(p) for p in pids)
+def stack_cpu(pids: dict[str, int | None]) -> dict[str, float]:
+    """CPU seconds of this process (collector + sink + embedded ClickHouse) and of each service."""
+    return {"this process": cpu_seconds(os.getpid()), **{name: cpu_seconds(pid) for name, pid in pids.items()}}
 
 
 def wait(until: Any, limit: float, step: float = 0.25) -> float | None:  # noqa: ANN401
@@ -260,21 +288,41 @@ def wait(until: Any, limit: float, step: float = 0.25) -> float | None:  # noqa:
     return None
 
 
+def original_host(path: Path) -> str:
+    """The host a file is of as written (AAA,SerialNumber and AAA,LPARNumberName, else AAA,host)."""
+    meta: dict[str, str] = {}
+    with open(path) as f:
+        for _, line in zip(range(200), f, strict=False):
+            parts = line.rstrip("\n").split(",")
+            if parts[0] == "AAA" and len(parts) > 2:
+                meta[parts[1]] = parts[2]
+    return f"{meta['SerialNumber']}-{meta['LPARNumberName']}" if "SerialNumber" in meta else meta.get("host", "")
+
+
 def measure(
-    env: dict[str, str], mode: str, source: Path, tmp: Path, run: int, args: argparse.Namespace, pids: list[int | None]
+    env: dict[str, str],
+    mode: str,
+    sources: list[tuple[Path, int]],
+    tmp: Path,
+    run: int,
+    args: argparse.Namespace,
+    pids: dict[str, int | None],
 ) -> dict:
+    """sources: (file, host number); each host number becomes a host no run has seen."""
     from fleetperf.ingest.publish import ingest
 
     settings = config.load(env)
-    serial = f"B{run:02d}{mode[:2].upper()}{uuid.uuid4().hex[:3].upper()}"
-    path = tmp / f"{serial}.nmon"
-    host_file(source, path, serial)
-    lpar = next(
-        line.split(",")[2] for line in path.open() if line.startswith("AAA,LPARNumberName,")
-    )  # host_id = serial-LPAR number (sources/nmon)
-    host = f"{serial}-{lpar}"
-    last_ts = last_snapshot_ts(path)
-    mb = path.stat().st_size / 1e6
+    tag = f"B{run:02d}{mode[:2].upper()}{uuid.uuid4().hex[:3].upper()}"
+    paths: list[Path] = []
+    last: dict[str, str] = {}  # host_id -> its last snapshot's time
+    n_hosts = len({n for _, n in sources})
+    for i, (source, n) in enumerate(sources):
+        name = tag if n_hosts == 1 else f"{tag}H{n:03d}"
+        path = tmp / f"{name}_{i:05d}.nmon"
+        host = host_file(source, path, name, hostname=name.lower())
+        last[host] = max(last.get(host, ""), last_snapshot_ts(source))
+        paths.append(path)
+    mb = sum(path.stat().st_size for path in paths) / 1e6
     marks = partition_ends(settings)
 
     e2e = SinkRun(env, mode, marks)
@@ -283,15 +331,15 @@ def measure(
     t0 = time.monotonic()
     wall0 = time.time()
     cpu0 = stack_cpu(pids)
-    summary = ingest(settings, [str(path)], UTC, force=True, progress=False)
+    summary = ingest(settings, [str(path) for path in paths], UTC, force=True, progress=False)
     t_ingest = time.monotonic() - t0
     values = summary.values
-    t_values = wait(lambda: e2e.all_values(host, values, last_ts), args.limit)
-    cpu_e2e = stack_cpu(pids) - cpu0
+    t_values = wait(lambda: e2e.all_values(last, values), args.limit)
+    cpu_e2e = {name: cpu - cpu0[name] for name, cpu in stack_cpu(pids).items()}
     state: dict[str, Any] = {}
 
     def derived_done() -> bool:
-        done, emitted = e2e.derived(host, last_ts)
+        done, emitted = e2e.derived(last)
         state["emitted"] = emitted
         return done
 
@@ -303,17 +351,20 @@ def measure(
     b0 = time.monotonic()
     c0 = cpu_seconds(os.getpid())
     backlog.start()
-    t_backlog = wait(lambda: backlog.all_values(host, values, last_ts), args.limit)
+    t_backlog = wait(lambda: backlog.all_values(last, values), args.limit)
     cpu_sink = cpu_seconds(os.getpid()) - c0
     # from the group's assignment (a new group waits ~3 s for the broker's initial rebalance delay)
     b0 = backlog.assigned or b0
     backlog.stop()
+    for path in paths:
+        path.unlink()
 
     def rel(t: float | None, start: float) -> float | None:
         return None if t is None else t - start
 
+    label = mode if args.hosts == [1] and args.dir is None else f"{mode}/{n_hosts}h"
     row = {
-        "mode": mode,
+        "mode": label,
         "MB": mb,
         "values": values,
         "collector -> Kafka": t_ingest,
@@ -323,11 +374,12 @@ def measure(
         "end to end: + derived final": rel(t_final, t0),
         # CPU seconds: what the figures would be on two cores of their own (this machine is shared)
         "cpu: sink on a backlog": cpu_sink,
-        "cpu: whole stack until values queryable": cpu_e2e,
+        "cpu: whole stack until values queryable": sum(cpu_e2e.values()),
+        **{f"cpu: {name} until values queryable": cpu for name, cpu in cpu_e2e.items()},
     }
     shown = ", ".join(f"{k} {v:.1f}s" if isinstance(v, float) else f"{k} {v}" for k, v in list(row.items())[3:])
     shown += f"; load average {os.getloadavg()[0]:.1f}"
-    print(f"  run {run} {mode:<6} {mb:.1f} MB {values:,} values: {shown}", flush=True)
+    print(f"  run {run} {label:<6} {len(paths)} file(s) {mb:.1f} MB {values:,} values: {shown}", flush=True)
     return row
 
 
@@ -343,44 +395,62 @@ def vmhwm(pid: int | None) -> float | None:
 
 def report(rows: list[dict], modes: list[str]) -> None:
     stages = [k for k in rows[0] if k not in ("mode", "MB", "values") and not k.startswith("cpu: ")]
-    mb, values = rows[0]["MB"], rows[0]["values"]
-    print(f"\nmedians over {len(rows) // len(modes)} run(s); {mb:.1f} MB nmon file, {values:,} values per run")
-    head = f"{'stage':<32}" + "".join(f"{m + ' s':>10}{m + ' MB/s':>13}{m + ' values/s':>17}" for m in modes)
+    size = {m: next((r["MB"], r["values"]) for r in rows if r["mode"] == m) for m in modes}
+    print(f"\nmedians over {len(rows) // len(modes)} run(s); per run: ", end="")
+    print("; ".join(f"{m} {mb:.1f} MB of nmon, {values:,} values" for m, (mb, values) in size.items()))
+    head = f"{'stage':<32}" + "".join(f"{m + ' s':>12}{m + ' MB/s':>15}{m + ' values/s':>19}" for m in modes)
     if len(modes) >= 2:
-        head += f"{modes[-1] + '/' + modes[0]:>14}"
+        head += f"{modes[-1] + ' / ' + modes[0]:>24}"
     print(head)
     for stage in stages:
         line = f"{stage:<32}"
         rates = []
         for m in modes:
+            mb, values = size[m]
             times = [r[stage] for r in rows if r["mode"] == m and r[stage] is not None]
             missing = sum(1 for r in rows if r["mode"] == m and r[stage] is None)
             if not times:
-                line += f"{'n/a':>10}{'':>13}{'':>17}"
+                line += f"{'n/a':>12}{'':>15}{'':>19}"
                 rates.append(None)
                 continue
             t = statistics.median(times)
             rates.append(mb / t)
             note = f"({missing} missed)" if missing else ""
-            line += f"{t:>10.2f}{mb / t:>13.2f}{values / t:>17,.0f}{note}"
+            line += f"{t:>12.2f}{mb / t:>15.2f}{values / t:>19,.0f}{note}"
         if len(modes) >= 2 and None not in (rates[0], rates[-1]):
-            line += f"{rates[-1] / rates[0]:>13.1f}x"
+            line += f"{rates[-1] / rates[0]:>23.2f}x"
         print(line)
     print("\nCPU seconds, all threads: 'sink' = this process while only the sink runs; 'whole stack' = this")
     print("process (collector, sink, embedded ClickHouse) + Kafka + registry + Flink. 'MB/s on 2 cores' = the")
     print("rate if the work had both cores to itself (this machine's cores are shared with other work)")
     for stage in (k for k in rows[0] if k.startswith("cpu: ")):
-        line = f"{stage[5:]:<40}"
+        print(stage[5:])
         for m in modes:
+            mb = size[m][0]
             cpu = statistics.median(r[stage] for r in rows if r["mode"] == m)
-            line += f"  {m}: {cpu:6.2f} CPU-s = {mb / cpu:6.2f} MB per CPU-s, {2 * mb / cpu:6.2f} MB/s on 2 cores"
-        print(line)
+            print(f"  {m:<14} {cpu:6.2f} CPU-s = {mb / cpu:6.2f} MB per CPU-s, {2 * mb / cpu:6.2f} MB/s on 2 cores")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--copies", type=int, default=40, help="the AIX corpus file repeated N times (40: ~42 MB)")
     ap.add_argument("--file", type=Path, help="an nmon file to use instead of the grown AIX file")
+    ap.add_argument(
+        "--hosts",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="the data as N hosts (N files of another serial and hostname each), ingested in one call: a fleet's"
+        " backfill, per-file and per-host costs included. The grown AIX file's --copies are split among the N"
+        " hosts (the same MB and values in total for every N, side by side); a --file is each host's whole"
+        " file (default 1)",
+    )
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        help="the nmon files of a directory (e.g. `./fleetperf simulate --sources nmon --out DIR`) instead of the"
+        " AIX file: each of its hosts becomes a host no run has seen, its files ingested in one call",
+    )
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     ap.add_argument("--limit", type=float, default=600, help="seconds to wait for the values of one run")
@@ -400,22 +470,34 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="fleetperf-bench-backfill-files-") as tmp_dir:
             tmp = Path(tmp_dir)
-            if args.file is not None:
-                source = args.file
-            else:
-                from nmon_throughput import grow_aix
+            variants: list[list[tuple[Path, int]]] = []  # the files of each variant, with their host numbers
+            if args.dir is not None:
+                files = sorted(args.dir.rglob("*.nmon"))
+                numbers: dict[str, int] = {}
+                variants.append([(f, numbers.setdefault(original_host(f), len(numbers))) for f in files])
+            for n in args.hosts if args.dir is None else ():
+                if args.file is not None:
+                    each = args.file
+                else:
+                    from nmon_throughput import grow_aix
 
-                source = grow_aix(args.copies, tmp / "aix_grown.nmon")
+                    if args.copies % n:
+                        raise SystemExit(f"--copies {args.copies} do not split among --hosts {n}")
+                    each = grow_aix(args.copies // n, tmp / f"aix_grown_{args.copies // n}.nmon")
+                variants.append([(each, i) for i in range(n)])
+            source = max((f for v in variants for f, _ in v), key=lambda f: f.stat().st_size)
             # warm-up: a first ingest and sink pass on a small file (JIT of broker and job, chDB)
             small = tmp / "warm.nmon"
             small.write_text("".join(source.open().readlines()[:20000]))
-            pids = [pid for _name, pid, _where, _log in stack.status()]
+            pids = {name: pid for name, pid, _where, _log in stack.status() if pid is not None}
             # (cut mid-file, its last snapshot may lack the CPU lines: no waiting for its windows)
-            measure(env, args.modes[-1], small, tmp, 0, argparse.Namespace(**{**vars(args), "final_timeout": 5}), pids)
+            warm = argparse.Namespace(**{**vars(args), "final_timeout": 5, "hosts": [1]})
+            measure(env, args.modes[-1], [(small, 0)], tmp, 0, warm, pids)
             for run in range(1, args.runs + 1):
                 for mode in args.modes:
-                    rows.append(measure(env, mode, source, tmp, run, args, pids))
-        report(rows, args.modes)
+                    for variant in variants:
+                        rows.append(measure(env, mode, variant, tmp, run, args, pids))
+        report(rows, list(dict.fromkeys(r["mode"] for r in rows)))
         print(f"\npeak RSS: this process (sink + embedded ClickHouse) {vmhwm(os.getpid()):.0f} MB", end="")
         for name, pid, _where, _log in stack.status():
             peak = vmhwm(pid)
