@@ -398,9 +398,13 @@ def report(rows: list[dict], modes: list[str]) -> None:
     size = {m: next((r["MB"], r["values"]) for r in rows if r["mode"] == m) for m in modes}
     print(f"\nmedians over {len(rows) // len(modes)} run(s); per run: ", end="")
     print("; ".join(f"{m} {mb:.1f} MB of nmon, {values:,} values" for m, (mb, values) in size.items()))
-    head = f"{'stage':<32}" + "".join(f"{m + ' s':>12}{m + ' MB/s':>15}{m + ' values/s':>19}" for m in modes)
+    widths = {m: (len(m) + 4, len(m) + 7, max(len(m) + 11, 13)) for m in modes}  # s, MB/s, values/s
+    head = f"{'stage':<32}" + "".join(
+        f"{m + ' s':>{w[0]}}{m + ' MB/s':>{w[1]}}{m + ' values/s':>{w[2]}}" for m, w in widths.items()
+    )
+    ratio = len(modes[-1]) + len(modes[0]) + 6
     if len(modes) >= 2:
-        head += f"{modes[-1] + ' / ' + modes[0]:>24}"
+        head += f"{modes[-1] + ' / ' + modes[0]:>{ratio}}"
     print(head)
     for stage in stages:
         line = f"{stage:<32}"
@@ -409,16 +413,17 @@ def report(rows: list[dict], modes: list[str]) -> None:
             mb, values = size[m]
             times = [r[stage] for r in rows if r["mode"] == m and r[stage] is not None]
             missing = sum(1 for r in rows if r["mode"] == m and r[stage] is None)
+            w = widths[m]
             if not times:
-                line += f"{'n/a':>12}{'':>15}{'':>19}"
+                line += f"{'n/a':>{w[0]}}{'':>{w[1]}}{'':>{w[2]}}"
                 rates.append(None)
                 continue
             t = statistics.median(times)
             rates.append(mb / t)
             note = f"({missing} missed)" if missing else ""
-            line += f"{t:>12.2f}{mb / t:>15.2f}{values / t:>19,.0f}{note}"
+            line += f"{t:>{w[0]}.2f}{mb / t:>{w[1]}.2f}{values / t:>{w[2]},.0f}{note}"
         if len(modes) >= 2 and None not in (rates[0], rates[-1]):
-            line += f"{rates[-1] / rates[0]:>23.2f}x"
+            line += f"{rates[-1] / rates[0]:>{ratio - 1}.2f}x"
         print(line)
     print("\nCPU seconds, all threads: 'sink' = this process while only the sink runs; 'whole stack' = this")
     print("process (collector, sink, embedded ClickHouse) + Kafka + registry + Flink. 'MB/s on 2 cores' = the")
