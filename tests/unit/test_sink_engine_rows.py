@@ -247,3 +247,30 @@ def test_a_batch_the_python_path_inserted_is_dropped_when_the_engine_replays_it(
     assert consumer.committed == {(topic.name, 0): 9} and replay.replayed_batches == 1
     assert replay.rows_written == {"derived_metrics": 9}  # through the engine
     assert ch.query(counts).result_rows == once
+
+
+def test_a_writer_schema_without_a_nullable_field_stores_null_as_the_python_path_does(warehouse: Any) -> None:  # noqa: ANN401
+    """A later schema version may drop a field (BACKWARD compatible when readers default it): the
+    engine must not refuse such records, or the sink would retry the batch for ever (Python finds
+    nothing broken in it)."""
+    settings, ch = warehouse
+    topic = settings.topic("cpu_samples")
+    v1 = IDS[31][1]
+    dropped = {**v1, "fields": [f for f in v1["fields"] if f["name"] not in ("pool_idle", "steal_pct")]}
+    PARSED[33] = parse_schema(dropped)
+    try:
+        records = [
+            {k: v for k, v in cpu_sample(i).items() if k not in ("pool_idle", "steal_pct", "note")} for i in range(4)
+        ]
+        msgs = [Msg(topic.name, 0, i, frame(r, 33)) for i, r in enumerate(records)]
+        sink, consumer = _run(settings, ch, msgs)
+        assert consumer.committed == {(topic.name, 0): 4} and sink.undecodable == 0
+        assert sink.rows_written == {"cpu_samples": 4}
+        full = [{**r, "pool_idle": None, "steal_pct": None} for r in records]
+        assert stored(ch, "cpu_samples", CPU_COLUMNS) == expected(full, CPU_COLUMNS)
+        for table in ("cpu_samples", "sink_batches"):
+            ch.command(f"TRUNCATE TABLE {table}")
+        _run(settings, ch, msgs, engine=False)
+        assert stored(ch, "cpu_samples", CPU_COLUMNS) == expected(full, CPU_COLUMNS)
+    finally:
+        del PARSED[33]

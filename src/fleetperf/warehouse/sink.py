@@ -96,6 +96,11 @@ IDLE_CUT_MIN_MESSAGES = 100
 # most batch_rows messages), and the ReplacingMergeTree rows are not merged while being inserted
 # (FINAL and background merges replace them; measured 20-30 % of the insert).
 ENGINE_INSERT_SETTINGS = {"max_insert_block_size": 10_000_000, "optimize_on_insert": 0}
+# Into a topic's own table (ENGINE_DECODED None): a column the writer schema lacks (a field a later
+# schema version dropped) takes its default, NULL where nullable, as the Python path's row has None
+# there; without it the engine refused every such batch, Python found no message broken, and the
+# sink retried the batch for ever (tests/unit/test_sink_engine_rows.py).
+OWN_TABLE_SETTINGS = {"input_format_avro_allow_missing_fields": 1}
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
 # Recorded ranges read from sink_batches at a time (a replay from far back reads them in pages).
@@ -606,6 +611,7 @@ class Sink:
             settings = {
                 **DEDUP_SETTINGS,
                 **ENGINE_INSERT_SETTINGS,
+                **(OWN_TABLE_SETTINGS if self.engine_columns[table] is not None else {}),
                 "insert_deduplication_token": batch.token if own else f"{batch.token}@{schema_id}",
             }
             try:
