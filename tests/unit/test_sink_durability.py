@@ -109,28 +109,35 @@ class Consumer:
             self.committed[(tp.topic, tp.partition)] = tp.offset
 
 
-class FailingInserts:
-    """A client that fails the insert into `table` once (a crash between two tables of a batch)."""
+class InterceptedInserts:
+    """A client whose inserts, Python-encoded (insert) or read by the engine (raw_insert, the
+    topics of sink.ENGINE_DECODED), pass `_before(table)` first; everything else is the real one."""
 
     def __init__(self, ch: Any, table: str) -> None:  # noqa: ANN401
         self._ch, self._table = ch, table
 
     def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        self._fail_once(table)
+        self._before(table)
         return self._ch.insert(table, *args, **kwargs)
 
     def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        """The engine-decoded topics' inserts (sink.ENGINE_DECODED) fail the same way."""
-        self._fail_once(table)
+        self._before(table)
         return self._ch.raw_insert(table, *args, **kwargs)
 
-    def _fail_once(self, table: str) -> None:
-        if table == self._table:
-            self._table = ""
-            raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
+    def _before(self, table: str) -> None:
+        raise NotImplementedError
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401
         return getattr(self._ch, name)
+
+
+class FailingInserts(InterceptedInserts):
+    """A client that fails the insert into `table` once (a crash between two tables of a batch)."""
+
+    def _before(self, table: str) -> None:
+        if table == self._table:
+            self._table = ""
+            raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
 
 
 T0 = datetime(2026, 3, 31, 22, 0, tzinfo=UTC)  # the windows cross a month (two parts per insert)
@@ -311,32 +318,22 @@ def test_a_registry_outage_commits_nothing_and_dead_letters_nothing(warehouse: A
     assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
 
 
-class HeldInserts:
+class HeldInserts(InterceptedInserts):
     """A client whose inserts into `table` wait for `release` (a slow engine), or fail once."""
 
     def __init__(self, ch: Any, table: str, fail: bool = False) -> None:  # noqa: ANN401
-        self._ch, self._table, self._fail = ch, table, fail
+        super().__init__(ch, table)
+        self._fail = fail
         self.release = threading.Event()
         self.entered = threading.Event()
 
-    def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        self._hold(table)
-        return self._ch.insert(table, *args, **kwargs)
-
-    def raw_insert(self, table: str, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        self._hold(table)
-        return self._ch.raw_insert(table, *args, **kwargs)
-
-    def _hold(self, table: str) -> None:
+    def _before(self, table: str) -> None:
         if table == self._table:
             self.entered.set()
             assert self.release.wait(60), "the test never released the insert"
             if self._fail:
                 self._fail = False
                 raise ConnectionError(f"ClickHouse went away inserting into {table} (test)")
-
-    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
-        return getattr(self._ch, name)
 
 
 def test_the_next_batch_is_read_while_one_is_written_and_committed_only_after_its_inserts(warehouse: Any) -> None:
