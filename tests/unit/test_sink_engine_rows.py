@@ -274,3 +274,23 @@ def test_a_writer_schema_without_a_nullable_field_stores_null_as_the_python_path
         assert stored(ch, "cpu_samples", CPU_COLUMNS) == expected(full, CPU_COLUMNS)
     finally:
         del PARSED[33]
+
+
+def test_a_record_kafka_holds_twice_in_one_batch_is_one_raw_row_as_in_the_python_path(warehouse: Any) -> None:  # noqa: ANN401
+    """After a broker's SIGKILL mid-ingest a record can be in the topic twice; within one insert
+    the table keeps one row of a key (optimize_on_insert), which test_faults.py counts raw."""
+    settings, ch = warehouse
+    topic = settings.topic("cpu_samples")
+    records = [cpu_sample(0), cpu_sample(1), cpu_sample(0), cpu_sample(2)]
+    msgs = [Msg(topic.name, 0, i, frame(r, 31)) for i, r in enumerate(records)]
+    for engine in (True, False):
+        for table in ("cpu_samples", "sink_batches"):
+            ch.command(f"TRUNCATE TABLE {table}")
+        sink = Sink(settings, ch, fetch=registry, engine_decode=engine)
+        sink.batch_rows, sink.batch_seconds = 100, 3600.0  # one batch, one insert
+        consumer = Consumer()
+        for m in msgs:
+            sink.add(consumer, m)
+        sink.flush_due(consumer, force=True)
+        assert consumer.committed == {(topic.name, 0): 4}
+        assert ch.query("SELECT count() FROM cpu_samples").result_rows == [(3,)], engine
