@@ -165,6 +165,24 @@ def test_the_object_container_is_read_by_an_independent_avro_reader() -> None:
     assert read[2]["rows"][1]["values"] == [1.0, 4.0]
 
 
+@pytest.mark.parametrize("size", [0, 62, 63, 64, 127, 4094, 4095, 4096, 4097, 70_000])
+def test_block_sizes_on_both_sides_of_the_looked_up_ones_read_back(size: int) -> None:
+    # the sizes below 4096 are looked up (sink._SMALL_VARINTS), the others encoded; zig-zag takes a
+    # second byte from 64 on, a third from 8192; the independent reader checks every block's size
+    # against its sync marker
+    schema = {"type": "record", "name": "R", "fields": [{"name": "s", "type": "string"}]}
+    parsed = parse_schema(schema)
+    texts = ["x" * n for n in (size, max(0, size - 3), size + 1)]
+    bodies = []
+    for text in texts:
+        buf = io.BytesIO()
+        schemaless_writer(buf, parsed, {"s": text})
+        bodies.append(buf.getvalue())
+    assert len(bodies[0]) >= size  # the body is the text and its own length prefix
+    data = object_container(json.dumps(schema).encode(), bodies)
+    assert [r["s"] for r in reader(io.BytesIO(data))] == texts
+
+
 def test_engine_decoded_snapshots_make_exactly_the_rows_of_the_records(warehouse: Any) -> None:
     settings, ch = warehouse
     # two schema versions interleaved in one batch: one container per schema id

@@ -152,9 +152,16 @@ class AvroDecoder:
         self._fetch = fetch
         self._schemas: dict[int, Schema] = {}
         self._json: dict[int, bytes] = {}
+        # the 5-byte header of every id seen -> the id: one slice and one lookup per message (the
+        # checks below cost 2.9 of 9 us per message of a backlog's derived metrics, cProfile)
+        self._headers: dict[bytes, int] = {}
 
     def schema_id(self, value: bytes | None) -> int:
         """The schema id of a Confluent-framed message, its schema fetched (and cached)."""
+        if value is not None:
+            known = self._headers.get(value[:5])
+            if known is not None:
+                return known
         if value is None or len(value) < 5:
             size = 0 if value is None else len(value)
             raise UndecodableError(f"{size} bytes: shorter than the 5-byte Confluent header")
@@ -163,6 +170,7 @@ class AvroDecoder:
         schema_id = int.from_bytes(value[1:5], "big")
         if schema_id not in self._schemas:
             self._schemas[schema_id] = self._fetch(schema_id)
+        self._headers[value[:5]] = schema_id  # after the fetch: an unknown id is asked for again
         return schema_id
 
     def schema_json(self, schema_id: int) -> bytes:
@@ -195,6 +203,12 @@ def _plain(schema: Any) -> Any:  # noqa: ANN401 - a JSON value
 
 def _varint(n: int) -> bytes:
     """Avro long (zig-zag, base-128 little-endian) of a non-negative n."""
+    if n < len(_SMALL_VARINTS):
+        return _SMALL_VARINTS[n]
+    return _encode_varint(n)
+
+
+def _encode_varint(n: int) -> bytes:
     n <<= 1
     out = bytearray()
     while n > 0x7F:
@@ -202,6 +216,11 @@ def _varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+# the block sizes of small records (cpu samples, derived metrics: 60-200 bytes) looked up, not
+# encoded: 1 of 9 us per message of a backlog's derived metrics went into encoding them (cProfile)
+_SMALL_VARINTS = [_encode_varint(n) for n in range(4096)]
 
 
 def object_container(schema_json: bytes, bodies: list[bytes]) -> bytes:
@@ -472,14 +491,15 @@ class Sink:
         topic, offset = msg.topic(), msg.offset()
         table = self.engine_tables.get(topic)
         if table is not None:  # the engine decodes it at the flush; here only its header and schema
+            value = msg.value()
             try:
-                schema_id = self.decode.schema_id(msg.value())
+                schema_id = self.decode.schema_id(value)
             except UndecodableError as exc:
                 self.undecodable += 1
                 batch.rows["dead_letters"].append(self._dead_letter(msg, str(exc)))
             else:
                 batch.engine.append((table, schema_id, msg))
-                batch.engine_bytes += len(msg.value())
+                batch.engine_bytes += len(value)
             batch.messages += 1
             batch.row_count += 1
             batch.last_seen = offset

@@ -21,6 +21,15 @@ public final class FlagDetector implements java.io.Serializable {
   /** Everything kept per entity and metric. */
   public static class State {
     public double[] history = new double[0];
+
+    /**
+     * history[0..count) in ascending order, kept up to date window by window (one removal and one
+     * insertion) instead of sorting a copy every window: that sort was a third of the job's CPU on
+     * a simulated fleet's backfill (JFR, bench/backfill.py --dir). Null in state written before it
+     * existed, or after baseline.history_windows changed: rebuilt from history then.
+     */
+    public double[] sorted;
+
     public int count;
     public int next;
     public long lastWindowStart = Long.MIN_VALUE;
@@ -109,8 +118,7 @@ public final class FlagDetector implements java.io.Serializable {
   private void baselineStep(State s, DerivedMetric m, long now, List<AnomalyFlag> out) {
     Run run = s.runs.computeIfAbsent(BASELINE, k -> new Run());
     if (s.count >= baseline.warmup) {
-      double[] sorted = Arrays.copyOf(s.history, s.count);
-      Arrays.sort(sorted);
+      double[] sorted = sortedHistory(s);
       double lo = quantile(sorted, baseline.lowQuantile);
       double hi = quantile(sorted, baseline.highQuantile);
       double median = quantile(sorted, 0.5);
@@ -150,11 +158,77 @@ public final class FlagDetector implements java.io.Serializable {
       }
     }
     if (s.history.length != baseline.history) {
-      s.history = Arrays.copyOf(s.history, baseline.history);
+      resize(s, baseline.history);
     }
+    double[] sorted = sortedHistory(s);
+    s.sorted =
+        s.count == baseline.history
+            ? replace(sorted, s.history[s.next], m.value)
+            : insert(sorted, m.value);
     s.history[s.next] = m.value;
     s.next = (s.next + 1) % baseline.history;
     s.count = Math.min(s.count + 1, baseline.history);
+  }
+
+  /**
+   * The newest min(count, size) windows of the history, oldest first, in a ring of the new size
+   * (baseline.history_windows changed between runs): a plain copy of the ring would count stale or
+   * empty slots.
+   */
+  private static void resize(State s, int size) {
+    int len = s.history.length;
+    int keep = Math.min(s.count, size);
+    double[] ring = new double[size];
+    for (int k = 0; k < keep; k++) {
+      // the newest value is at next - 1 (the ring is full or filled from 0)
+      ring[keep - 1 - k] = s.history[Math.floorMod(s.next - 1 - k, Math.max(1, len))];
+    }
+    s.history = ring;
+    s.count = keep;
+    s.next = keep % size;
+    s.sorted = null;
+  }
+
+  /** s.sorted, rebuilt from the history when it is missing or does not match the count. */
+  private static double[] sortedHistory(State s) {
+    if (s.sorted == null || s.sorted.length != s.count) {
+      s.sorted = Arrays.copyOf(s.history, s.count);
+      Arrays.sort(s.sorted);
+    }
+    return s.sorted;
+  }
+
+  /** A sorted array one longer, with v in its place. */
+  static double[] insert(double[] sorted, double v) {
+    int at = insertionPoint(sorted, sorted.length, v);
+    double[] out = new double[sorted.length + 1];
+    System.arraycopy(sorted, 0, out, 0, at);
+    out[at] = v;
+    System.arraycopy(sorted, at, out, at + 1, sorted.length - at);
+    return out;
+  }
+
+  /**
+   * The sorted array (changed in place) with one occurrence of old replaced by v, in its place;
+   * null when old is not in it (it always is while sorted holds the history's values).
+   */
+  static double[] replace(double[] sorted, double old, double v) {
+    int n = sorted.length;
+    int i = Arrays.binarySearch(sorted, old);
+    if (i < 0) {
+      return null; // out of step with the history: sortedHistory rebuilds it
+    }
+    System.arraycopy(sorted, i + 1, sorted, i, n - 1 - i);
+    int at = insertionPoint(sorted, n - 1, v);
+    System.arraycopy(sorted, at, sorted, at + 1, n - 1 - at);
+    sorted[at] = v;
+    return sorted;
+  }
+
+  /** Where v goes in sorted[0..n), in the order Arrays.sort gives doubles (NaN last). */
+  private static int insertionPoint(double[] sorted, int n, double v) {
+    int at = Arrays.binarySearch(sorted, 0, n, v);
+    return at >= 0 ? at : -at - 1;
   }
 
   private static double quantile(double[] sorted, double q) {

@@ -163,4 +163,93 @@ class FlagDetectorTest {
     assertEquals(1, d.evaluate(s, window("e", "slb_miss_rate", 0, 2.0), 2).size());
     assertTrue(d.evaluate(s, window("e", "slb_miss_rate", 0, 2.0), 3).isEmpty());
   }
+
+  /** The quantiles' input the way it was computed before the sorted copy: sort the history. */
+  private static double[] sortedByHand(FlagDetector.State s) {
+    double[] copy = java.util.Arrays.copyOf(s.history, s.count);
+    java.util.Arrays.sort(copy);
+    return copy;
+  }
+
+  private static double[] noisyWithTies(int n, long seed) {
+    Random rnd = new Random(seed);
+    double[] values = new double[n];
+    for (int i = 0; i < n; i++) {
+      // ties, a signed zero, NaN now and then, and a level change the band must follow
+      double v = Math.round((i < n / 2 ? 20 : 60) + 3 * rnd.nextGaussian());
+      values[i] = i % 97 == 5 ? Double.NaN : i % 89 == 3 ? -0.0 : v;
+    }
+    return values;
+  }
+
+  @Test
+  void sortedHistoryStaysTheSortedHistory() throws IOException {
+    FlagDetector d = shipped();
+    FlagDetector.State s = new FlagDetector.State();
+    double[] values = noisyWithTies(1000, 11);
+    for (int i = 0; i < values.length; i++) {
+      d.evaluate(s, window("e", "busy_pct", i, values[i]), i);
+      assertTrue(java.util.Arrays.equals(sortedByHand(s), s.sorted), "after window " + i);
+    }
+    assertEquals(240, s.count);
+  }
+
+  @Test
+  void stateWithoutTheSortedCopyGivesTheSameFlags() throws IOException {
+    // a checkpoint written before the sorted copy existed restores with sorted == null
+    FlagDetector d = shipped();
+    double[] values = noisyWithTies(900, 5);
+    FlagDetector.State kept = new FlagDetector.State();
+    FlagDetector.State restored = new FlagDetector.State();
+    List<AnomalyFlag> a = new ArrayList<>();
+    List<AnomalyFlag> b = new ArrayList<>();
+    for (int i = 0; i < values.length; i++) {
+      if (i % 250 == 249) {
+        restored.sorted = null;
+      }
+      a.addAll(d.evaluate(kept, window("e", "busy_pct", i, values[i]), i));
+      b.addAll(d.evaluate(restored, window("e", "busy_pct", i, values[i]), i));
+    }
+    assertTrue(incidents(a, "baseline").size() >= 1, "the level change is flagged");
+    assertEquals(
+        a.stream().map(f -> f.windowStart + f.rule + f.incidentEnd).toList(),
+        b.stream().map(f -> f.windowStart + f.rule + f.incidentEnd).toList());
+  }
+
+  @Test
+  void aSortedCopyOutOfStepIsRebuilt() throws IOException {
+    FlagDetector d = shipped();
+    FlagDetector.State s = new FlagDetector.State();
+    for (int i = 0; i < 300; i++) {
+      d.evaluate(s, window("e", "busy_pct", i, i % 7), i);
+    }
+    java.util.Arrays.fill(s.sorted, 1e9); // the value leaving the ring is not in it
+    d.evaluate(s, window("e", "busy_pct", 300, 3), 300);
+    d.evaluate(s, window("e", "busy_pct", 301, 3), 301);
+    assertTrue(java.util.Arrays.equals(sortedByHand(s), s.sorted));
+  }
+
+  @Test
+  void aChangedHistoryLengthKeepsTheNewestWindows() {
+    Properties p = new Properties();
+    p.setProperty("baseline.metrics", "busy_pct");
+    p.setProperty("baseline.history_windows", "10");
+    FlagDetector ten = new FlagDetector(List.of(), BaselineSettings.fromProperties(p), 5);
+    p.setProperty("baseline.history_windows", "4");
+    FlagDetector four = new FlagDetector(List.of(), BaselineSettings.fromProperties(p), 5);
+    p.setProperty("baseline.history_windows", "6");
+    FlagDetector six = new FlagDetector(List.of(), BaselineSettings.fromProperties(p), 5);
+    FlagDetector.State s = new FlagDetector.State();
+    for (int i = 0; i < 13; i++) {
+      ten.evaluate(s, window("e", "busy_pct", i, i), i); // the ring has wrapped: 3..12
+    }
+    four.evaluate(s, window("e", "busy_pct", 13, 13), 13); // newest 4 of 3..12, then 13
+    assertEquals(
+        List.of(10.0, 11.0, 12.0, 13.0), java.util.Arrays.stream(s.sorted).boxed().toList());
+    six.evaluate(s, window("e", "busy_pct", 14, 14), 14); // 4 kept, one added, room for 6
+    assertEquals(5, s.count);
+    assertEquals(
+        List.of(10.0, 11.0, 12.0, 13.0, 14.0), java.util.Arrays.stream(s.sorted).boxed().toList());
+    assertTrue(java.util.Arrays.equals(sortedByHand(s), s.sorted));
+  }
 }
