@@ -490,7 +490,8 @@ def test_compose_matches_the_local_stack(compose: dict[str, Any]) -> None:
     jar = local.index("-jar")
     command = services["flink-job"]["command"]
     assert len(JAVA_OPENS) == 11
-    assert command[:jar] == local[:jar] == ["java", f"-Xmx{s['flink']['heap']}", *JAVA_OPENS]
+    options = s["flink"]["jvm_options"].split()
+    assert command[:jar] == local[:jar] == ["java", f"-Xmx{s['flink']['heap']}", *options, *JAVA_OPENS]
     assert command[jar : jar + 2] == ["-jar", "/jobs/fleetperf-stream-jobs.jar"]
     assert command[jar + 2 :] == local[jar + 2 :] == ["--settings", "/var/lib/fleetperf/job-settings.json"]
     # topics and schemas come from config/fleetperf.toml through the project's own code

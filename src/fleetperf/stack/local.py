@@ -36,6 +36,11 @@ JAVA_OPENS = [
 ORDER = ("kafka", "registry", "flink", "warehouse")
 
 
+def jvm_options(section: dict) -> list[str]:
+    """A service's `jvm_options` (config/fleetperf.toml: C1 only by default, the reason there)."""
+    return str(section.get("jvm_options", "")).split()
+
+
 class LocalStack:
     def __new__(cls, settings: Settings) -> LocalStack:
         """`[stack] mode = "cluster"` gives the cluster mode (stack/cluster.py) to every caller."""
@@ -58,7 +63,15 @@ class LocalStack:
         libs = install.kafka_libs_dir(self.s)
         return Process(
             "kafka",
-            ["java", f"-Xmx{k['heap']}", "-cp", f"{libs}/*", "kafka.Kafka", str(self._kafka_properties_path())],
+            [
+                "java",
+                f"-Xmx{k['heap']}",
+                *jvm_options(k),
+                "-cp",
+                f"{libs}/*",
+                "kafka.Kafka",
+                str(self._kafka_properties_path()),
+            ],
             self.run_dir,
             self.log_dir,
             ready=lambda: port_open(k["host"], k["port"]),
@@ -90,7 +103,7 @@ class LocalStack:
         f = self.s["flink"]
         return Process(
             "flink",
-            ["java", f"-Xmx{f['heap']}", *JAVA_OPENS, "-jar", str(install.JOB_JAR), *self.job_args()],
+            ["java", f"-Xmx{f['heap']}", *jvm_options(f), *JAVA_OPENS, "-jar", str(install.JOB_JAR), *self.job_args()],
             self.run_dir,
             self.log_dir,
             ready=self._flink_running,
