@@ -28,7 +28,7 @@ from fleetperf import config
 from fleetperf.cli import sql_client
 from fleetperf.config import PACKAGE_ROOT, REPO_ROOT
 from fleetperf.stack import install
-from fleetperf.stack.local import JAVA_OPENS, LocalStack
+from fleetperf.stack.local import JAVA_OPENS, LocalStack, jvm_options
 from fleetperf.warehouse import clickhouse, credentials, query_server, superset_setup
 from fleetperf.warehouse.clickhouse import migrate
 from tests.providers import free_port
@@ -490,7 +490,7 @@ def test_compose_matches_the_local_stack(compose: dict[str, Any]) -> None:
     jar = local.index("-jar")
     command = services["flink-job"]["command"]
     assert len(JAVA_OPENS) == 11
-    options = s["flink"]["jvm_options"].split()
+    options = jvm_options(s["flink"])
     assert command[:jar] == local[:jar] == ["java", f"-Xmx{s['flink']['heap']}", *options, *JAVA_OPENS]
     assert command[jar : jar + 2] == ["-jar", "/jobs/fleetperf-stream-jobs.jar"]
     assert command[jar + 2 :] == local[jar + 2 :] == ["--settings", "/var/lib/fleetperf/job-settings.json"]

@@ -24,9 +24,9 @@ public final class FlagDetector implements java.io.Serializable {
 
     /**
      * history[0..count) in ascending order, kept up to date window by window (one removal and one
-     * insertion) instead of sorting a copy every window: that sort was a third of the job's CPU on
-     * a simulated fleet's backfill (JFR, bench/backfill.py --dir). Null in state written before it
-     * existed, or after baseline.history_windows changed: rebuilt from history then.
+     * insertion) instead of sorting a copy every window: that sort was a third of the job's Java
+     * samples on a simulated fleet's backfill (JFR, bench/backfill.py --dir). Null in state written
+     * before it existed, or after baseline.history_windows changed: rebuilt from history then.
      */
     public double[] sorted;
 
