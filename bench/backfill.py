@@ -58,15 +58,18 @@ from fleetperf.config import Settings  # noqa: E402
 # "after033" on a warehouse migrated up to 032 (sql/017's long form: one row per value in the
 # nmon_values table), the others have sql/033 (one row per host, section and snapshot); "nmononly" is
 # "after" with only the nmon snapshots read by the engine, the cpu samples and derived metrics
-# decoded in Python (the sink as of 74a9acd)
+# decoded in Python (the sink as of 74a9acd). "after" has `[warehouse] sink_writers` batches in
+# flight (2 by default); "onewriter" is "after" with one at a time (the sink as of e7d4e39), as are
+# the modes of older sinks.
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
     "after": {"engine_decode": True, "overlap": True},
-    "after033": {"engine_decode": True, "overlap": True, "early_handoff": False},
-    "long": {"engine_decode": True, "overlap": True, "early_handoff": False},
-    "after037": {"engine_decode": True, "overlap": True},
-    "nmononly": {"engine_decode": ("nmon_snapshots",), "overlap": True},
+    "onewriter": {"engine_decode": True, "overlap": True, "writers": 1},
+    "after033": {"engine_decode": True, "overlap": True, "early_handoff": False, "writers": 1},
+    "long": {"engine_decode": True, "overlap": True, "early_handoff": False, "writers": 1},
+    "after037": {"engine_decode": True, "overlap": True, "writers": 1},
+    "nmononly": {"engine_decode": ("nmon_snapshots",), "overlap": True, "writers": 1},
 }
 # the newest migration a mode's warehouse gets (None: all)
 MIGRATED_UP_TO = {"long": "032", "after037": "037"}

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import io
 import threading
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fastavro import reader
+from fastavro import parse_schema, reader, schemaless_writer
 
-from fleetperf.warehouse.sink import Sink
+from fleetperf.warehouse.clickhouse import client
+from fleetperf.warehouse.sink import Sink, _nmon_key
 from tests.unit.test_sink_durability import Consumer, Msg
 from tests.unit.test_sink_nmon_engine import (
+    T0,
     TOPIC,
     Registry,
     expected_labels,
@@ -50,9 +54,12 @@ class Recorder:
 
 
 def _run(settings: Any, ch: Any, msgs: list[Msg], early_handoff: bool) -> tuple[Sink, Consumer, list[str]]:  # noqa: ANN401
-    """Feeds the messages through add()/flush_due() as the consumer loop does, with the writer
-    thread (overlap), cutting a batch every 4 messages; returns the threads that framed."""
-    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True, early_handoff=early_handoff)
+    """Feeds the messages through add()/flush_due() as the consumer loop does, with one writer
+    thread (overlap; the recorder sees every insert), cutting a batch every 4 messages; returns
+    the threads that framed."""
+    sink = Sink(
+        settings, ch, fetch=Registry(), engine_decode=True, overlap=True, early_handoff=early_handoff, writers=1
+    )
     sink.batch_rows = 4
     sink.batch_seconds = 3600.0  # cut by size only
     framed_by: list[str] = []
@@ -139,8 +146,8 @@ class WatchingConsumer(Consumer):
         self.failures = 0
 
     def commit(self, offsets: list[Any], asynchronous: bool = True) -> None:  # noqa: ANN401
-        inflight = self.sink._inflight if self.sink is not None else None  # noqa: SLF001
-        self.in_flight_at_commit.append(inflight[1].first if inflight else None)
+        inflight = self.sink._inflight if self.sink is not None else ()  # noqa: SLF001
+        self.in_flight_at_commit.append(inflight[-1][1].first if inflight else None)
         if self.failures:
             self.failures -= 1
             raise RuntimeError("broker gone at the commit (test)")
@@ -148,7 +155,7 @@ class WatchingConsumer(Consumer):
 
 
 def _sink(settings: Any, ch: Any, consumer: WatchingConsumer) -> Sink:  # noqa: ANN401
-    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True)
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=True, writers=1)
     sink.batch_rows = 3
     sink.batch_seconds = 3600.0
     consumer.sink = sink
@@ -192,3 +199,184 @@ def test_a_failed_commit_with_the_next_batch_in_flight_loses_and_doubles_nothing
     assert again.committed == {(TOPIC, 0): 9} and sink.replayed_batches == 2
     assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
     assert stored(ch, final=False) == stored(ch)  # nothing doubled, not even before a merge
+
+
+# --- two writers (issue 24 goal 1: [warehouse] sink_writers) --------------------------------------
+
+
+class Timed:
+    """A client whose nmon inserts are timed (start, end, token); `hold(token)` says how long an
+    insert waits before it reaches the engine (an Event to wait for, or None), `fail(token)` makes
+    it raise instead."""
+
+    def __init__(self, ch: Any, log: list[tuple[float, float, str]], hold: Any = None, fail: Any = None) -> None:  # noqa: ANN401
+        self._ch, self._log, self._hold, self._fail = ch, log, hold, fail
+
+    def raw_insert(self, table: str, column_names: Any, data: bytes, **kwargs: Any) -> Any:  # noqa: ANN401
+        token = kwargs["settings"]["insert_deduplication_token"]
+        start = time.monotonic()
+        event = self._hold(token) if self._hold else None
+        if event is not None:
+            event.wait(timeout=1.0)
+        if self._fail and self._fail(token):
+            raise RuntimeError(f"insert of {token} failed (test)")
+        try:
+            return self._ch.raw_insert(table, column_names, data, **kwargs)
+        finally:
+            self._log.append((start, time.monotonic(), token))
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        return getattr(self._ch, name)
+
+
+def _two_writers(settings: Any, ch: Any, log: list, **timed: Any) -> Sink:  # noqa: ANN401
+    """A sink of two writers, the second on a client of its own (as the default opens one)."""
+    opened: list[Any] = []
+
+    def second() -> Any:  # noqa: ANN401
+        opened.append(client(settings, ch.database))
+        return Timed(opened[-1], log, **timed)
+
+    sink = Sink(settings, Timed(ch, log, **timed), fetch=Registry(), writers=2, writer_client=second)
+    sink.batch_rows = 3
+    sink.batch_seconds = 3600.0
+    return sink
+
+
+def _overlapped(log: list[tuple[float, float, str]], a: str, b: str) -> bool:
+    (sa, ea), (sb, eb) = ([(s, e) for s, e, t in log if t.startswith(x)][0] for x in (a, b))
+    return sa < eb and sb < ea
+
+
+def test_two_writers_insert_batches_of_other_snapshots_side_by_side(warehouse: Any) -> None:  # noqa: F811
+    settings, ch = warehouse
+    log: list[tuple[float, float, str]] = []
+    # the first batch's insert waits until the second one's has started (or 1 s): with one writer
+    # at a time they could not overlap
+    second_started = threading.Event()
+
+    def hold(token: str) -> threading.Event | None:
+        if token.startswith(f"{TOPIC}/0/0-2"):
+            return second_started
+        if token.startswith(f"{TOPIC}/0/3-5"):
+            second_started.set()
+        return None
+
+    sink = _two_writers(settings, ch, log, hold=hold)
+    consumer = WatchingConsumer()
+    consumer.sink = sink
+    commits: list[int] = []
+    commit = consumer.commit
+    consumer.commit = lambda offsets, asynchronous=True: (commits.append(offsets[0].offset), commit(offsets))  # type: ignore[method-assign]
+    for i in range(9):
+        sink.add(consumer, Msg(TOPIC, 0, i, frame(snapshot(i))))
+    sink.flush_due(consumer, force=True)
+    sink.close()
+    assert _overlapped(log, f"{TOPIC}/0/0-2", f"{TOPIC}/0/3-5")  # side by side
+    assert commits == [3, 6, 9]  # in the order the batches were cut, each after its inserts
+    assert consumer.committed == {(TOPIC, 0): 9}
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+    assert stored(ch, final=False) == stored(ch)
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_reingested_snapshot_waits_for_the_batch_that_holds_its_older_version(warehouse: Any, rule: bool) -> None:  # noqa: F811
+    settings, ch = warehouse
+    log: list[tuple[float, float, str]] = []
+    second_done = threading.Event()
+
+    def hold(token: str) -> threading.Event | None:
+        # the first batch reaches the engine only after the second one's insert returned (or 1 s)
+        return second_done if token.startswith(f"{TOPIC}/0/0-2") else None
+
+    sink = _two_writers(settings, ch, log, hold=hold)
+    if not rule:  # control: without the rule the older version is inserted last and wins
+        sink._conflict = lambda a, b: False  # type: ignore[method-assign]  # noqa: SLF001
+    newer = snapshot(1)
+    newer["rows"][0]["values"] = [10.0 + 1, 99.0, None]  # snapshot 1 ingested again, Sys% changed
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(3)]
+    msgs += [Msg(TOPIC, 0, 3, frame(newer)), Msg(TOPIC, 0, 4, frame(snapshot(3))), Msg(TOPIC, 0, 5, frame(snapshot(4)))]
+    consumer = Consumer()
+    for m in msgs:
+        sink.add(consumer, m)
+    # both batches are cut; without the rule the second one's insert returns (its log entry) while
+    # the first one waits
+    deadline = time.monotonic() + 5
+    while rule is False and not any(t.startswith(f"{TOPIC}/0/3-5") for *_, t in log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    second_done.set()
+    sink.flush_due(consumer, force=True)
+    sink.close()
+    assert consumer.committed == {(TOPIC, 0): 6}
+    sys_pct = ch.query(
+        "SELECT value FROM nmon_values_v WHERE section = 'CPU_ALL' AND metric = 'Sys%' "
+        "AND ts = {t:DateTime64(3, 'UTC')}",
+        parameters={"t": T0 + timedelta(minutes=1)},
+    ).result_rows
+    if rule:
+        assert not _overlapped(log, f"{TOPIC}/0/0-2", f"{TOPIC}/0/3-5")
+        assert sys_pct == [(99.0,)]  # the re-ingested version, as with one writer
+    else:
+        assert sys_pct == [(2.5,)]  # the test can tell: the older version won
+
+
+def test_a_failed_batch_stops_the_one_beside_it_from_being_committed(warehouse: Any) -> None:  # noqa: F811
+    settings, ch = warehouse
+    log: list[tuple[float, float, str]] = []
+    failing = [True]
+    second_in = threading.Event()
+
+    def hold(token: str) -> threading.Event | None:
+        if token.startswith(f"{TOPIC}/0/3-5"):
+            second_in.set()
+            return None
+        return second_in if token.startswith(f"{TOPIC}/0/0-2") else None
+
+    def fail(token: str) -> bool:
+        return failing[0] and token.startswith(f"{TOPIC}/0/0-2")
+
+    sink = _two_writers(settings, ch, log, hold=hold, fail=fail)
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(9)]
+    consumer = Consumer()
+    with pytest.raises(RuntimeError, match="failed"):
+        for m in msgs:
+            sink.add(consumer, m)
+        sink._settle()  # noqa: SLF001 - as the loop does when nothing more arrives
+    assert not sink._inflight  # noqa: SLF001 - the batch beside it finished, uncommitted
+    sink.close()
+    assert consumer.committed == {}  # the second batch was inserted but its offset not committed
+    failing[0] = False
+    again = _two_writers(settings, ch, log)
+    consumer = Consumer()
+    for m in msgs:
+        again.add(consumer, m)
+    again.flush_due(consumer, force=True)
+    again.close()
+    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches >= 1
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+    assert stored(ch, final=False) == stored(ch)  # the inserted second batch was dropped as a replay
+
+
+def test_the_key_read_from_an_nmon_body_is_fastavros_encoding_of_host_and_time() -> None:
+    # the oracle: fastavro's encoding of host_id and ts alone; hosts whose length takes one and
+    # two varint bytes, times before 1970 (negative) and far ahead
+    host_schema = parse_schema({"type": "record", "name": "H", "fields": [{"name": "h", "type": "string"}]})
+    ts_schema = parse_schema({"type": "record", "name": "T", "fields": [{"name": "t", "type": "long"}]})
+    cases = [
+        ("lpar7", T0),
+        ("h" * 200, datetime(1969, 12, 31, 23, 59, tzinfo=UTC)),
+        ("", datetime(2999, 1, 1, tzinfo=UTC)),
+    ]
+    for host, when in cases:
+        value = frame({**snapshot(0), "host_id": host, "hostname": "x" * 70, "ts": when})
+        parts = []
+        for schema, field_value in ((host_schema, {"h": host}), (ts_schema, {"t": int(when.timestamp() * 1000)})):
+            buf = io.BytesIO()
+            schemaless_writer(buf, schema, field_value)
+            parts.append(buf.getvalue())
+        assert _nmon_key(value) == parts[0] + parts[1]
+        prefix = len(parts[0]) + 2 + 70 + len(parts[1])  # host_id, hostname (2-byte length), ts
+        assert _nmon_key(value[: 5 + prefix]) == parts[0] + parts[1]
+        for cut in range(5, 5 + prefix):  # a body cut anywhere before the end of ts has no key
+            assert _nmon_key(value[:cut]) is None, cut
+    assert _nmon_key(b"\0\0\0\0\x15" + b"\x01") is None  # a negative length

@@ -21,10 +21,15 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
 - One batch's inserts run in a writer thread while the consumer thread reads and cuts the next
   batch (chDB releases the GIL during a query; the engine's insert work is what limits a
   backlog, docs/warehouse.md "Backfill speed"). The consumer thread frames a batch's Avro object
-  containers when it cuts it, so the writer only inserts. At most one batch is in flight; its
-  offset is committed by the consumer thread after its inserts returned (just after the next batch
-  went to the writer), so commits stay in offset order and a failed insert stops everything behind
-  it.
+  containers when it cuts it, so the writer only inserts. Up to `[warehouse] sink_writers`
+  batches are in flight, each writer thread on its own client (the engine runs two inserts side by
+  side), but never two that write the same rows: batches that share a table wait for each other,
+  except nmon snapshot batches whose (host, snapshot time) keys are disjoint, the keys every nmon
+  table's rows are replaced by (a re-ingested snapshot still replaces the older one, in offset
+  order). Offsets are committed by the consumer thread in the order the batches were cut, each
+  after its inserts returned; a failed insert stops everything behind it (the batches after it
+  finish but are not committed: a restart cuts their recorded ranges again and the engine drops
+  what it has).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from fastavro import parse_schema, schemaless_reader
 
 from fleetperf.config import Settings
 from fleetperf.kafka_avro import kafka_client_config, registry_client
+from fleetperf.warehouse.clickhouse import client as warehouse_client
 from fleetperf.warehouse.rows import RowMapper, nmon_snapshot_in_row
 
 log = logging.getLogger("fleetperf.sink")
@@ -96,6 +102,9 @@ IDLE_CUT_MIN_MESSAGES = 100
 # most batch_rows messages), and the ReplacingMergeTree rows are not merged while being inserted
 # (FINAL and background merges replace them; measured 20-30 % of the insert).
 ENGINE_INSERT_SETTINGS = {"max_insert_block_size": 10_000_000, "optimize_on_insert": 0}
+# The nmon snapshot fields a writer schema must begin with for the sink to read a message's key
+# (host_id, snapshot time) from its Avro body without decoding it (nmon_snapshot.avsc).
+NMON_KEY_FIELDS = (("host_id", "string"), ("hostname", "string"), ("ts", "long"))
 # Into a topic's own table (ENGINE_DECODED None), as the Python path inserts there:
 # - a column the writer schema lacks (a field a later schema version dropped) takes its default,
 #   NULL where nullable, as the Python path's row has None there; without it the engine refused
@@ -257,6 +266,11 @@ class Batch:
     # (table, schema id) -> the group's Avro object container, framed by the consumer thread when
     # the batch is cut (Sink._frame), so the writer thread only runs the engine's inserts
     framed: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    # the (host_id, ts) keys of its nmon snapshots, read when another batch is in flight (Sink._conflict)
+    nmon_keys: frozenset[bytes] | None = None
+    nmon_keys_unknown: bool = False
+    # the tables its rows go to, taken when it is cut (the writer adds dead letters to `rows` later)
+    tables: frozenset[str] = frozenset()
 
     @property
     def last(self) -> int:
@@ -265,6 +279,43 @@ class Batch:
     @property
     def token(self) -> str:
         return f"{self.topic}/{self.partition}/{self.first}-{self.last}"
+
+
+def _tables(batch: Batch) -> set[str]:
+    """The tables a batch's inserts write rows into that another batch's rows may replace (dead
+    letters are never replaced: each is its message's own row)."""
+    return {t for t in batch.rows if t != "dead_letters"} | {t for t, _, _ in batch.engine}
+
+
+def _nmon_key(value: bytes) -> bytes | None:
+    """host_id and ts of a Confluent-framed nmon snapshot as their Avro bytes (host_id with its
+    length, so no two keys run together), read from the body's first fields (NMON_KEY_FIELDS),
+    or None when the body is too short or malformed there."""
+    pos = 5
+    spans = []
+    for _ in range(2):  # host_id, hostname: zig-zag varint length, then the bytes
+        start, shift, n = pos, 0, 0
+        while True:
+            if pos >= len(value) or shift > 28:
+                return None
+            b = value[pos]
+            pos += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        if n & 1:  # a negative length
+            return None
+        pos += n >> 1
+        spans.append((start, pos))
+    start = pos
+    while True:  # ts: a zig-zag varint long
+        if pos >= len(value) or pos - start > 9:
+            return None
+        pos += 1
+        if not value[pos - 1] & 0x80:
+            break
+    return value[spans[0][0] : spans[0][1]] + value[start:pos]
 
 
 @dataclass
@@ -282,6 +333,8 @@ class Sink:
         engine_decode: bool | Collection[str] = True,
         overlap: bool = True,
         early_handoff: bool = True,
+        writers: int | None = None,
+        writer_client: Callable[[], Client] | None = None,
     ) -> None:
         """`engine_decode=False` decodes every topic in Python as before sql/017 (nmon snapshots then
         go to nmon_snapshots_in as columns, the views store them as for the engine), a collection
@@ -289,7 +342,10 @@ class Sink:
         inserts each batch in the consumer thread before reading on (bench/backfill.py measures
         the three in one run); `early_handoff=False` is the hand-over of e65c96c (bench/backfill.py mode
         "after033"): the writer frames the object containers, and the next batch goes to it only
-        after the last one's offset is committed."""
+        after the last one's offset is committed. `writers` (default `[warehouse] sink_writers`) is
+        how many batches may be in flight; writer threads after the first insert through clients of
+        their own (`writer_client`, default a new client of the same database), the first one
+        through `ch`."""
         self.s = settings
         self.ch = ch
         self.topics = [t.name for t in settings.topics.values()]
@@ -327,10 +383,20 @@ class Sink:
         self._backoff = BACKOFF_FIRST_S
         self._pending: dict[tuple[str, int], Batch] = {}
         self._plans: dict[tuple[str, int], _Plan] = {}
-        # the batch being written (its inserts in the writer thread) and the consumer its commit goes to
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sink-writer") if overlap else None
+        # the batches being written (their inserts in the writer threads), in the order they were
+        # cut, each with the consumer its commit goes to
+        self.writers = max(1, int(settings["warehouse"]["sink_writers"] if writers is None else writers))
+        self._writer = ThreadPoolExecutor(self.writers, thread_name_prefix="sink-writer") if overlap else None
         self._early_handoff = early_handoff
-        self._inflight: tuple[Future[None], Batch, Any] | None = None
+        self._inflight: deque[tuple[Future[None], Batch, Any]] = deque()
+        # each writer thread's client: the first thread takes `ch`, the others open their own
+        self._writer_client = writer_client or (lambda: warehouse_client(settings, ch.database))
+        self._clients: list[Client] = [ch]
+        self._opened: list[Client] = []
+        self._clients_lock = threading.Lock()
+        self._local = threading.local()
+        self._counter_lock = threading.Lock()
+        self._nmon_schema_ok: dict[int, bool] = {}
 
     # --- consumer lifecycle -------------------------------------------------------------------
     def _consumer(self) -> Consumer:
@@ -396,7 +462,7 @@ class Sink:
                 else:  # nothing to read meanwhile: the batch in flight is committed now
                     self._settle()
                 # idle: look at the end of every partition every 2 s (a broker round trip), else every 10 s
-                idle = not messages and not self._pending and self._inflight is None
+                idle = not messages and not self._pending and not self._inflight
                 if time.monotonic() - lag_checked > (2 if idle and not self.caught_up else 10):
                     # only an idle sink asks the broker (a round trip per partition: 5.2 s for 12
                     # partitions measured on a loaded 2-core machine, the consumer loop stopped
@@ -495,7 +561,8 @@ class Sink:
             try:
                 schema_id = self.decode.schema_id(value)
             except UndecodableError as exc:
-                self.undecodable += 1
+                with self._counter_lock:
+                    self.undecodable += 1
                 batch.rows["dead_letters"].append(self._dead_letter(msg, str(exc)))
             else:
                 batch.engine.append((table, schema_id, msg))
@@ -513,7 +580,8 @@ class Sink:
             if topic == self.nmon_topic:  # stored through the views as the engine path stores it
                 produced = [("nmon_snapshots_in", nmon_snapshot_in_row(record))]
         except UndecodableError as exc:
-            self.undecodable += 1
+            with self._counter_lock:
+                self.undecodable += 1
             produced = [("dead_letters", self._dead_letter(msg, str(exc)))]
         for table, row in produced:
             batch.rows[table].append(row)
@@ -559,54 +627,134 @@ class Sink:
             return
         if not self._early_handoff:
             self._settle()
-        # the batch before has been inserted (or its failure raises here, nothing behind it goes
-        # to the writer); the writer starts on this one before that one's offset is committed: a
-        # synchronous commit is a broker round trip the writer waited for (0.07-0.27 s of commits
-        # per 42 MB backfill, py-spy). Commits stay in offset order (this batch's comes after it),
-        # and a commit that fails leaves two inserted ranges uncommitted, which a restart cuts again
+        # Waits only while every writer is busy or a batch in flight writes rows this one does
+        # (then for the oldest first); the batches it waited for are committed after this one went
+        # to a writer: a synchronous commit is a broker round trip the writer waited for (0.07-0.27 s
+        # of commits per 42 MB backfill, py-spy). Commits stay in the order the batches were cut,
+        # and a commit that fails leaves inserted ranges uncommitted, which a restart cuts again
         # from sink_batches and the engine drops (as after a crash before the commit).
-        done = self._written()
-        self._inflight = (self._writer.submit(self._write, batch), batch, consumer)
-        if done is not None:
-            self._commit(*done)
+        batch.tables = frozenset(_tables(batch))
+        done = []
+        while self._inflight and (
+            len(self._inflight) >= self.writers or any(self._conflict(b, batch) for _, b, _ in self._inflight)
+        ):
+            done.append(self._written())
+        self._inflight.append((self._writer.submit(self._write, batch), batch, consumer))
+        while self._inflight[0][0].done() and self._inflight[0][1] is not batch:
+            done.append(self._written())
+        for consumer_of, written in done:
+            self._commit(consumer_of, written)
 
     def _written(self) -> tuple[Any, Batch] | None:
-        """Waits for the batch in flight: (its consumer, the batch) once its inserts returned, or
-        raises their failure (nothing committed, the loop restarts from the committed offsets)."""
-        if self._inflight is None:
+        """Waits for the oldest batch in flight: (its consumer, the batch) once its inserts returned,
+        or raises their failure (nothing committed, the loop restarts from the committed offsets);
+        the batches after a failed one are waited for and dropped uncommitted."""
+        if not self._inflight:
             return None
-        future, batch, consumer = self._inflight
-        self._inflight = None
-        future.result()
+        future, batch, consumer = self._inflight.popleft()
+        try:
+            future.result()
+        except BaseException:
+            while self._inflight:  # a new consumer must not start while a writer still inserts
+                later = self._inflight.popleft()[0]
+                try:
+                    later.result()
+                except Exception as exc:  # noqa: BLE001 - the oldest failure is the one raised
+                    log.debug("sink: a batch after a failed one: %r", exc)
+            raise
         return consumer, batch
 
     def _settle(self) -> None:
-        """Waits for the batch in flight and commits its offset after its inserts returned, or
-        raises their failure (nothing committed)."""
-        done = self._written()
-        if done is not None:
-            self._commit(*done)
+        """Waits for every batch in flight and commits each offset after its inserts returned, in
+        the order they were cut, or raises the first failure (nothing after it committed)."""
+        while self._inflight:
+            done = self._written()
+            if done is not None:
+                self._commit(*done)
+
+    def _client(self) -> Client:
+        """The calling writer thread's client (the first thread takes the sink's own)."""
+        ch = getattr(self._local, "ch", None)
+        if ch is None:
+            with self._clients_lock:
+                if self._clients:
+                    ch = self._clients.pop()
+                else:
+                    ch = self._writer_client()
+                    self._opened.append(ch)
+            self._local.ch = ch
+        return ch
+
+    def _conflict(self, a: Batch, b: Batch) -> bool:
+        """Whether two batches write rows that may replace each other, so that the later one must
+        be inserted after the earlier (ReplacingMergeTree keeps the row inserted last). Batches of
+        different tables never do; nmon snapshot batches only where a (host, snapshot time) is in
+        both (the key of nmon_sections' and nmon_labels' rows); any other shared table: always."""
+        common = a.tables & b.tables
+        if not common:
+            return False
+        if common != {ENGINE_DECODED["nmon_snapshots"]}:
+            return True
+        keys_a, keys_b = self._nmon_keys(a), self._nmon_keys(b)
+        return keys_a is None or keys_b is None or not keys_a.isdisjoint(keys_b)
+
+    def _nmon_keys(self, batch: Batch) -> frozenset[bytes] | None:
+        """The (host_id, ts) of every engine-decoded nmon message of the batch, as their Avro bytes
+        (cached on the batch), or None when one cannot be read so (a broken body, a writer schema
+        that does not begin with NMON_KEY_FIELDS, nmon rows decoded in Python): then it conflicts."""
+        if batch.nmon_keys is not None or batch.nmon_keys_unknown:
+            return batch.nmon_keys
+        table = ENGINE_DECODED["nmon_snapshots"]
+        keys = set()
+        for t, schema_id, msg in batch.engine:
+            if t != table:
+                continue
+            key = _nmon_key(msg.value()) if self._nmon_key_schema(schema_id) else None
+            if key is None:
+                batch.nmon_keys_unknown = True
+                return None
+            keys.add(key)
+        if batch.rows.get(table):
+            batch.nmon_keys_unknown = True
+            return None
+        batch.nmon_keys = frozenset(keys)
+        return batch.nmon_keys
+
+    def _nmon_key_schema(self, schema_id: int) -> bool:
+        """Whether the writer schema begins with NMON_KEY_FIELDS (logical types read as their base)."""
+        ok = self._nmon_schema_ok.get(schema_id)
+        if ok is None:
+            fields = json.loads(self.decode.schema_json(schema_id)).get("fields", [])[: len(NMON_KEY_FIELDS)]
+            found = tuple(
+                (f.get("name"), f["type"].get("type") if isinstance(f.get("type"), dict) else f.get("type"))
+                for f in fields
+            )
+            ok = self._nmon_schema_ok[schema_id] = found == NMON_KEY_FIELDS
+        return ok
 
     def _write(self, batch: Batch) -> None:
         """Range recorded, rows inserted with the range's token (the writer thread)."""
+        ch = self._client()
         if batch.recorded_last is None:
-            self.ch.insert(
+            ch.insert(
                 "sink_batches",
                 [[batch.topic, batch.partition, batch.first, batch.last, batch.messages]],
                 column_names=["topic", "partition", "first_offset", "last_offset", "messages"],
                 settings={"insert_deduplicate": 0},
             )
         else:
-            self.replayed_batches += 1
+            with self._counter_lock:
+                self.replayed_batches += 1
         settings = {**DEDUP_SETTINGS, "insert_deduplication_token": batch.token}
         try:
             # a fixed order, a replay repeats the same inserts: the engine-decoded messages first,
             # since a broken one among them adds a dead letter to the batch's rows
-            self._insert_engine_decoded(batch)
+            self._insert_engine_decoded(batch, ch)
             for table in sorted(batch.rows):
-                self.ch.insert(table, batch.rows[table], column_names=self.columns[table], settings=settings)
+                ch.insert(table, batch.rows[table], column_names=self.columns[table], settings=settings)
         except Exception:
-            self.insert_errors += 1
+            with self._counter_lock:
+                self.insert_errors += 1
             raise  # offsets stay uncommitted: the same range is cut and inserted again after the retry
 
     def _commit(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
@@ -618,7 +766,7 @@ class Sink:
         self.batches += 1
         self._backoff = BACKOFF_FIRST_S
 
-    def _insert_engine_decoded(self, batch: Batch) -> None:
+    def _insert_engine_decoded(self, batch: Batch, ch: Client | None = None) -> None:
         """One object container per (table, schema id) of the batch, inserted with the batch's token
         and the schema id (a fixed token whatever else the batch holds). A topic's own table read in
         one container takes the batch's token alone, the token the Python path gave the same rows,
@@ -627,6 +775,7 @@ class Sink:
         fails, each of its messages is decoded here: the broken ones become dead letters and the
         rest of the group is inserted (the failed insert wrote nothing, sql/017); if none is broken,
         the failure was the engine's and raises (nothing committed, retried)."""
+        ch = ch or self.ch
         groups = self._groups(batch)
         containers = Counter(table for table, _ in groups)
         for (table, schema_id), msgs in groups.items():
@@ -641,23 +790,26 @@ class Sink:
                 data = batch.framed.get((table, schema_id))
                 if data is None:  # not cut by _flush (tests call _write directly)
                     data = self._container(schema_id, msgs)
-                self.ch.raw_insert(table, self.engine_columns[table], data, settings=settings, fmt="Avro")
+                ch.raw_insert(table, self.engine_columns[table], data, settings=settings, fmt="Avro")
             except Exception:
                 broken = self._broken_messages(msgs)
                 if not broken:
                     raise
                 log.warning("sink: %d undecodable message(s) in %s: dead letters", len(broken), batch.token)
                 for msg, reason in broken.values():
-                    self.undecodable += 1
+                    with self._counter_lock:
+                        self.undecodable += 1
                     batch.rows["dead_letters"].append(self._dead_letter(msg, reason))
                 kept = [m for m in msgs if m.offset() not in broken]
                 batch.engine = [e for e in batch.engine if e[2].offset() not in broken]
                 if kept:
-                    self._insert_container(table, schema_id, kept, settings)
+                    self._insert_container(table, schema_id, kept, settings, ch)
         batch.framed = {}  # inserted: the containers' memory goes now, not when the batch is committed
 
-    def _insert_container(self, table: str, schema_id: int, msgs: list[Any], settings: dict[str, Any]) -> None:
-        self.ch.raw_insert(
+    def _insert_container(
+        self, table: str, schema_id: int, msgs: list[Any], settings: dict[str, Any], ch: Client | None = None
+    ) -> None:
+        (ch or self.ch).raw_insert(
             table, self.engine_columns[table], self._container(schema_id, msgs), settings=settings, fmt="Avro"
         )
 
@@ -709,6 +861,9 @@ class Sink:
         """Stops the writer thread (after stop() and run() returned)."""
         if self._writer is not None:
             self._writer.shutdown(wait=True)
+        for ch in self._opened:
+            ch.close()
+        self._opened.clear()
 
     def stats(self) -> dict[str, Any]:
         return {
