@@ -689,7 +689,9 @@ class Sink:
         """Whether two batches write rows that may replace each other, so that the later one must
         be inserted after the earlier (ReplacingMergeTree keeps the row inserted last). Batches of
         different tables never do; nmon snapshot batches only where a (host, snapshot time) is in
-        both (the key of nmon_sections' and nmon_labels' rows); any other shared table: always."""
+        both (the key of nmon_sections' and nmon_labels' rows); any other shared table: always.
+        Materialized views fed by two source tables (zvm_entities, sql/030) take keys of their own
+        kind from each, so batches of those tables may run side by side."""
         common = a.tables & b.tables
         if not common:
             return False
