@@ -609,8 +609,9 @@ class Sink:
         ]
 
     def _flush(self, consumer: Any, batch: Batch) -> None:  # noqa: ANN401
-        """Hands the batch to the writer once the batch before it is inserted (the consumer thread
-        reads on meanwhile, and commits that one); without a writer, writes and commits it here."""
+        """Hands the batch to a writer once one is free and no batch in flight writes rows it
+        writes (the consumer thread reads on meanwhile, and commits the batches before it in the
+        order they were cut); without a writer, writes and commits it here."""
         key = (batch.topic, batch.partition)
         self._pending.pop(key, None)
         if batch.messages == 0:
