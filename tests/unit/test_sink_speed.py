@@ -180,13 +180,15 @@ def test_a_failed_commit_with_the_next_batch_in_flight_loses_and_doubles_nothing
     settings, ch = warehouse
     msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(9)]
     consumer = WatchingConsumer()
-    consumer.failures = 2  # the commit of 0-2 fails, and the one of 3-5 when the loop gives up
+    consumer.failures = 1  # the commit of 0-2 fails while 3-5 is in the writer's hands
     sink = _sink(settings, ch, consumer)
     with pytest.raises(RuntimeError, match="broker gone"):
         for m in msgs:
             sink.add(consumer, m)
-    with pytest.raises(RuntimeError, match="broker gone"):
-        sink._settle()  # noqa: SLF001 - what the loop's `finally` does before a new consumer starts
+    # 3-5 was waited for and forgotten uncommitted: what the loop's `finally` does next finds
+    # nothing in flight, and a new consumer starts with no writer still inserting
+    assert not sink._inflight  # noqa: SLF001
+    sink._settle()  # noqa: SLF001
     sink.close()
     assert consumer.committed == {}  # nothing committed: a restart reads from offset 0 again
     # both ranges were inserted and recorded; a restart cuts them again and the engine drops them
@@ -209,7 +211,7 @@ class Timed:
     insert waits before it reaches the engine (an Event to wait for, or None), `fail(token)` makes
     it raise instead."""
 
-    def __init__(self, ch: Any, log: list[tuple[float, float, str]], hold: Any = None, fail: Any = None) -> None:  # noqa: ANN401
+    def __init__(self, ch: Any, log: list[tuple[float, float, str, int]], hold: Any = None, fail: Any = None) -> None:  # noqa: ANN401
         self._ch, self._log, self._hold, self._fail = ch, log, hold, fail
 
     def raw_insert(self, table: str, column_names: Any, data: bytes, **kwargs: Any) -> Any:  # noqa: ANN401
@@ -223,7 +225,7 @@ class Timed:
         try:
             return self._ch.raw_insert(table, column_names, data, **kwargs)
         finally:
-            self._log.append((start, time.monotonic(), token))
+            self._log.append((start, time.monotonic(), token, id(self._ch)))
 
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401
         return getattr(self._ch, name)
@@ -243,14 +245,14 @@ def _two_writers(settings: Any, ch: Any, log: list, **timed: Any) -> Sink:  # no
     return sink
 
 
-def _overlapped(log: list[tuple[float, float, str]], a: str, b: str) -> bool:
-    (sa, ea), (sb, eb) = ([(s, e) for s, e, t in log if t.startswith(x)][0] for x in (a, b))
+def _overlapped(log: list[tuple[float, float, str, int]], a: str, b: str) -> bool:
+    (sa, ea), (sb, eb) = ([(s, e) for s, e, t, _ in log if t.startswith(x)][0] for x in (a, b))
     return sa < eb and sb < ea
 
 
 def test_two_writers_insert_batches_of_other_snapshots_side_by_side(warehouse: Any) -> None:  # noqa: F811
     settings, ch = warehouse
-    log: list[tuple[float, float, str]] = []
+    log: list[tuple[float, float, str, int]] = []
     # the first batch's insert waits until the second one's has started (or 1 s): with one writer
     # at a time they could not overlap
     second_started = threading.Event()
@@ -273,6 +275,7 @@ def test_two_writers_insert_batches_of_other_snapshots_side_by_side(warehouse: A
     sink.flush_due(consumer, force=True)
     sink.close()
     assert _overlapped(log, f"{TOPIC}/0/0-2", f"{TOPIC}/0/3-5")  # side by side
+    assert len({client for *_, client in log}) == 2  # the second writer on a client of its own
     assert commits == [3, 6, 9]  # in the order the batches were cut, each after its inserts
     assert consumer.committed == {(TOPIC, 0): 9}
     assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
@@ -282,7 +285,7 @@ def test_two_writers_insert_batches_of_other_snapshots_side_by_side(warehouse: A
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_reingested_snapshot_waits_for_the_batch_that_holds_its_older_version(warehouse: Any, rule: bool) -> None:  # noqa: F811
     settings, ch = warehouse
-    log: list[tuple[float, float, str]] = []
+    log: list[tuple[float, float, str, int]] = []
     second_done = threading.Event()
 
     def hold(token: str) -> threading.Event | None:
@@ -302,7 +305,9 @@ def test_a_reingested_snapshot_waits_for_the_batch_that_holds_its_older_version(
     # both batches are cut; without the rule the second one's insert returns (its log entry) while
     # the first one waits
     deadline = time.monotonic() + 5
-    while rule is False and not any(t.startswith(f"{TOPIC}/0/3-5") for *_, t in log) and time.monotonic() < deadline:
+    while (
+        rule is False and not any(t.startswith(f"{TOPIC}/0/3-5") for _, _, t, _ in log) and time.monotonic() < deadline
+    ):
         time.sleep(0.01)
     second_done.set()
     sink.flush_due(consumer, force=True)
@@ -322,7 +327,7 @@ def test_a_reingested_snapshot_waits_for_the_batch_that_holds_its_older_version(
 
 def test_a_failed_batch_stops_the_one_beside_it_from_being_committed(warehouse: Any) -> None:  # noqa: F811
     settings, ch = warehouse
-    log: list[tuple[float, float, str]] = []
+    log: list[tuple[float, float, str, int]] = []
     failing = [True]
     second_in = threading.Event()
 
@@ -342,6 +347,7 @@ def test_a_failed_batch_stops_the_one_beside_it_from_being_committed(warehouse: 
         for m in msgs:
             sink.add(consumer, m)
         sink._settle()  # noqa: SLF001 - as the loop does when nothing more arrives
+    assert second_in.is_set()  # the second batch went in while the first one was held
     assert not sink._inflight  # noqa: SLF001 - the batch beside it finished, uncommitted
     sink.close()
     assert consumer.committed == {}  # the second batch was inserted but its offset not committed
@@ -352,7 +358,7 @@ def test_a_failed_batch_stops_the_one_beside_it_from_being_committed(warehouse: 
         again.add(consumer, m)
     again.flush_due(consumer, force=True)
     again.close()
-    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches >= 1
+    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches == 2
     assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
     assert stored(ch, final=False) == stored(ch)  # the inserted second batch was dropped as a replay
 
@@ -380,3 +386,33 @@ def test_the_key_read_from_an_nmon_body_is_fastavros_encoding_of_host_and_time()
         for cut in range(5, 5 + prefix):  # a body cut anywhere before the end of ts has no key
             assert _nmon_key(value[:cut]) is None, cut
     assert _nmon_key(b"\0\0\0\0\x15" + b"\x01") is None  # a negative length
+
+
+def test_a_failed_commit_leaves_no_batch_in_flight_for_the_next_consumer(warehouse: Any) -> None:  # noqa: F811
+    settings, ch = warehouse
+    log: list[tuple[float, float, str, int]] = []
+    release = threading.Event()
+
+    def hold(token: str) -> threading.Event | None:  # 3-5 is slow: still in flight when 0-2's commit fails
+        return release if token.startswith(f"{TOPIC}/0/3-5") else None
+
+    sink = _two_writers(settings, ch, log, hold=hold)
+    consumer = WatchingConsumer()
+    consumer.failures = 1
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(9)]
+    with pytest.raises(RuntimeError, match="broker gone"):
+        for m in msgs:  # 6-8 waits for a free writer, takes 0-2's, and commits it: that fails
+            sink.add(consumer, m)
+    # every batch still in flight was waited for and forgotten: a new consumer may start
+    assert not sink._inflight and consumer.committed == {}  # noqa: SLF001
+    assert {t.split("@")[0] for _, _, t, _ in log} == {f"{TOPIC}/0/{r}" for r in ("0-2", "3-5", "6-8")}
+    sink.close()
+    again = _two_writers(settings, ch, log)
+    consumer = Consumer()
+    for m in msgs:
+        again.add(consumer, m)
+    again.flush_due(consumer, force=True)
+    again.close()
+    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches == 3
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+    assert stored(ch, final=False) == stored(ch)

@@ -104,7 +104,7 @@ IDLE_CUT_MIN_MESSAGES = 100
 ENGINE_INSERT_SETTINGS = {"max_insert_block_size": 10_000_000, "optimize_on_insert": 0}
 # The nmon snapshot fields a writer schema must begin with for the sink to read a message's key
 # (host_id, snapshot time) from its Avro body without decoding it (nmon_snapshot.avsc).
-NMON_KEY_FIELDS = (("host_id", "string"), ("hostname", "string"), ("ts", "long"))
+NMON_KEY_FIELDS = (("host_id", "string"), ("hostname", "string"), ("ts", "long/timestamp-millis"))
 # Into a topic's own table (ENGINE_DECODED None), as the Python path inserts there:
 # - a column the writer schema lacks (a field a later schema version dropped) takes its default,
 #   NULL where nullable, as the Python path's row has None there; without it the engine refused
@@ -643,8 +643,12 @@ class Sink:
         self._inflight.append((self._writer.submit(self._write, batch), batch, consumer))
         while self._inflight[0][0].done() and self._inflight[0][1] is not batch:
             done.append(self._written())
-        for consumer_of, written in done:
-            self._commit(consumer_of, written)
+        try:
+            for consumer_of, written in done:
+                self._commit(consumer_of, written)
+        except BaseException:
+            self._drop_inflight()
+            raise
 
     def _written(self) -> tuple[Any, Batch] | None:
         """Waits for the oldest batch in flight: (its consumer, the batch) once its inserts returned,
@@ -656,22 +660,32 @@ class Sink:
         try:
             future.result()
         except BaseException:
-            while self._inflight:  # a new consumer must not start while a writer still inserts
-                later = self._inflight.popleft()[0]
-                try:
-                    later.result()
-                except Exception as exc:  # noqa: BLE001 - the oldest failure is the one raised
-                    log.debug("sink: a batch after a failed one: %r", exc)
+            self._drop_inflight()
             raise
         return consumer, batch
 
+    def _drop_inflight(self) -> None:
+        """Waits for every batch still in flight and forgets it uncommitted: a new consumer must not
+        start (nor reload the recorded ranges) while a writer still inserts."""
+        while self._inflight:
+            later = self._inflight.popleft()[0]
+            try:
+                later.result()
+            except Exception as exc:  # noqa: BLE001 - the first failure is the one raised
+                log.debug("sink: a batch after a failure: %r", exc)
+
     def _settle(self) -> None:
         """Waits for every batch in flight and commits each offset after its inserts returned, in
-        the order they were cut, or raises the first failure (nothing after it committed)."""
+        the order they were cut, or raises the first failure (an insert's or a commit's; nothing
+        after it committed, nothing left in flight)."""
         while self._inflight:
             done = self._written()
             if done is not None:
-                self._commit(*done)
+                try:
+                    self._commit(*done)
+                except BaseException:
+                    self._drop_inflight()
+                    raise
 
     def _client(self) -> Client:
         """The calling writer thread's client (the first thread takes the sink's own)."""
@@ -724,12 +738,16 @@ class Sink:
         return batch.nmon_keys
 
     def _nmon_key_schema(self, schema_id: int) -> bool:
-        """Whether the writer schema begins with NMON_KEY_FIELDS (logical types read as their base)."""
+        """Whether the writer schema begins with NMON_KEY_FIELDS (ts in milliseconds: another unit
+        would give the same instant other bytes)."""
         ok = self._nmon_schema_ok.get(schema_id)
         if ok is None:
             fields = json.loads(self.decode.schema_json(schema_id)).get("fields", [])[: len(NMON_KEY_FIELDS)]
             found = tuple(
-                (f.get("name"), f["type"].get("type") if isinstance(f.get("type"), dict) else f.get("type"))
+                (
+                    f.get("name"),
+                    f"{t.get('type')}/{t.get('logicalType')}" if isinstance(t := f.get("type"), dict) else t,
+                )
                 for f in fields
             )
             ok = self._nmon_schema_ok[schema_id] = found == NMON_KEY_FIELDS
