@@ -23,13 +23,13 @@ Nothing is dropped, nothing is counted twice (README.md, "Sink durability"):
   backlog, docs/warehouse.md "Backfill speed"). The consumer thread frames a batch's Avro object
   containers when it cuts it, so the writer only inserts. Up to `[warehouse] sink_writers`
   batches are in flight, the first writer thread on the sink's client and each further one on a
-  client it opens (the engine runs two inserts side by side), but never two that write the same rows: batches that share a table wait for each other,
-  except nmon snapshot batches whose (host, snapshot time) keys are disjoint, the keys every nmon
-  table's rows are replaced by (a re-ingested snapshot still replaces the older one, in offset
-  order). Offsets are committed by the consumer thread in the order the batches were cut, each
-  after its inserts returned; a failed insert stops everything behind it (the batches after it
-  finish but are not committed: a restart cuts their recorded ranges again and the engine drops
-  what it has).
+  client it opens (the engine runs two inserts side by side), but never two that write the same
+  rows: batches that share a table wait for each other, except nmon snapshot batches whose
+  (host, snapshot time) keys are disjoint, the keys every nmon table's rows are replaced by (a
+  re-ingested snapshot still replaces the older one, in offset order). Offsets are committed by
+  the consumer thread in the order the batches were cut, each after its inserts returned; a
+  failed insert stops everything behind it (the batches after it finish but are not committed: a
+  restart cuts their recorded ranges again and the engine drops what it has).
 """
 
 from __future__ import annotations
