@@ -245,6 +245,20 @@ def _two_writers(settings: Any, ch: Any, log: list, **timed: Any) -> Sink:  # no
     return sink
 
 
+def _replayed_once(settings: Any, ch: Any, log: list, msgs: list[Msg], replayed: int) -> None:  # noqa: ANN401
+    """A fresh two-writer sink reads the messages again from offset 0: every recorded range is cut
+    again (`replayed` of them), all committed, every value stored once."""
+    again = _two_writers(settings, ch, log)
+    consumer = Consumer()
+    for m in msgs:
+        again.add(consumer, m)
+    again.flush_due(consumer, force=True)
+    again.close()
+    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches == replayed
+    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
+    assert stored(ch, final=False) == stored(ch)
+
+
 def _overlapped(log: list[tuple[float, float, str, int]], a: str, b: str) -> bool:
     (sa, ea), (sb, eb) = ([(s, e) for s, e, t, _ in log if t.startswith(x)][0] for x in (a, b))
     return sa < eb and sb < ea
@@ -352,15 +366,7 @@ def test_a_failed_batch_stops_the_one_beside_it_from_being_committed(warehouse: 
     sink.close()
     assert consumer.committed == {}  # the second batch was inserted but its offset not committed
     failing[0] = False
-    again = _two_writers(settings, ch, log)
-    consumer = Consumer()
-    for m in msgs:
-        again.add(consumer, m)
-    again.flush_due(consumer, force=True)
-    again.close()
-    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches == 2
-    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
-    assert stored(ch, final=False) == stored(ch)  # the inserted second batch was dropped as a replay
+    _replayed_once(settings, ch, log, msgs, replayed=2)  # the inserted second batch dropped as a replay
 
 
 def test_the_key_read_from_an_nmon_body_is_fastavros_encoding_of_host_and_time() -> None:
@@ -407,12 +413,4 @@ def test_a_failed_commit_leaves_no_batch_in_flight_for_the_next_consumer(warehou
     assert not sink._inflight and consumer.committed == {}  # noqa: SLF001
     assert {t.split("@")[0] for _, _, t, _ in log} == {f"{TOPIC}/0/{r}" for r in ("0-2", "3-5", "6-8")}
     sink.close()
-    again = _two_writers(settings, ch, log)
-    consumer = Consumer()
-    for m in msgs:
-        again.add(consumer, m)
-    again.flush_due(consumer, force=True)
-    again.close()
-    assert consumer.committed == {(TOPIC, 0): 9} and again.replayed_batches == 3
-    assert stored(ch) == (expected_values(list(range(9))), expected_labels(list(range(9))))
-    assert stored(ch, final=False) == stored(ch)
+    _replayed_once(settings, ch, log, msgs, replayed=3)
