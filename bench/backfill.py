@@ -60,7 +60,9 @@ from fleetperf.config import Settings  # noqa: E402
 # "after" with only the nmon snapshots read by the engine, the cpu samples and derived metrics
 # decoded in Python (the sink as of 74a9acd). "after" has `[warehouse] sink_writers` batches in
 # flight (2 by default); "onewriter" is "after" with one at a time (the sink as of e7d4e39), as are
-# the modes of older sinks.
+# the modes of older sinks. "lagonfetch" is "after" with an idle sink's lag check asking the broker
+# through the consumer that fetches (the sink as of 5fde681; that query waited behind the fetch's
+# long-poll, 500 ms per partition, the loop stopped meanwhile).
 MODES = {
     "before": {"engine_decode": False, "overlap": False},
     "serial": {"engine_decode": True, "overlap": False},
@@ -70,9 +72,28 @@ MODES = {
     "long": {"engine_decode": True, "overlap": True, "early_handoff": False, "writers": 1},
     "after037": {"engine_decode": True, "overlap": True, "writers": 1},
     "nmononly": {"engine_decode": ("nmon_snapshots",), "overlap": True, "writers": 1},
+    "lagonfetch": {"engine_decode": True, "overlap": True},
 }
 # the newest migration a mode's warehouse gets (None: all)
 MIGRATED_UP_TO = {"long": "032", "after037": "037"}
+
+
+def lag_on_fetch_sink() -> type:
+    """The sink with its live lag check on the fetching consumer (mode "lagonfetch")."""
+    from fleetperf.warehouse.sink import Sink
+
+    class Itself:  # the fetching consumer standing in for the probe; closed by the sink already
+        def __init__(self, consumer: Any) -> None:  # noqa: ANN401
+            self.get_watermark_offsets = consumer.get_watermark_offsets
+
+    class LagOnFetch(Sink):
+        def _probe(self) -> Any:  # noqa: ANN401 - never opened
+            return type("Unopened", (), {"close": lambda _self: None})()
+
+        def _update_lag(self, consumer: Any, probe: Any = None) -> None:  # noqa: ANN401
+            super()._update_lag(consumer, Itself(consumer) if probe is not None else None)
+
+    return LagOnFetch
 
 
 def free_port() -> int:
@@ -207,7 +228,7 @@ class SinkRun:
             interface="chdb", path=str(self.settings.chdb_path), database=self.database
         )
         start_group_at(self.settings, group, offsets)
-        self.sink = Sink(self.settings, self.ch, **MODES[mode])
+        self.sink = (lag_on_fetch_sink() if mode == "lagonfetch" else Sink)(self.settings, self.ch, **MODES[mode])
         self.assigned: float | None = None
         on_assign = self.sink._on_assign  # noqa: SLF001 - when the group gave it its partitions
 
