@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -24,6 +23,10 @@ from fleetperf.config import PACKAGE_ROOT
 
 log = logging.getLogger("fleetperf.warehouse")
 _SETTINGS: config.Settings | None = None
+# how long a stopping worker waits for the sink to commit and leave its consumer group (it takes
+# well under a second: one consume() timeout, the batch in flight, the LeaveGroup); below gunicorn's
+# graceful timeout (30 s), after which the worker is killed
+SINK_STOP_SECONDS = 15.0
 
 
 def settings() -> config.Settings:
@@ -43,7 +46,7 @@ def start_services(s: config.Settings) -> Any:  # noqa: ANN401 - the Sink, impor
     if ran:
         log.info("applied migrations: %s", ", ".join(ran))
     sink = Sink(s, ch)
-    threading.Thread(target=sink.run, name="fleetperf-sink", daemon=True).start()
+    sink.start()
     w = s["warehouse"]
     query_ch = clickhouse.client(s, s["clickhouse"]["database"])
     query_server.serve(w["host"], w["query_port"], query_ch, s["clickhouse"]["database"], sink.stats, settings=s)
@@ -85,7 +88,7 @@ class WarehouseApp(BaseApplication):
 
     def _worker_exit(self, server: Any, worker: Any) -> None:  # noqa: ANN401 - gunicorn hook
         if self.sink is not None:
-            self.sink.stop()
+            self.sink.stop(wait=SINK_STOP_SECONDS)
 
 
 def main() -> int:
