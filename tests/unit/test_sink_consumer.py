@@ -21,9 +21,11 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import TopicPartition
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from fleetperf import config
+from fleetperf.warehouse import sink as sink_module
 from fleetperf.warehouse.sink import Sink
 
 SETTINGS = config.load()
@@ -64,28 +66,34 @@ class Fetching:
 
 
 class Probe:
-    """The consumer that never fetches: the ends the broker has now."""
+    """The consumer that never fetches: the ends the broker has now (`fails`: its first query
+    raises, as a broker timing out would)."""
 
-    def __init__(self, ends: dict[str, int]) -> None:
-        self.ends = ends
+    def __init__(self, ends: dict[str, int], fails: bool = False) -> None:
+        self.ends, self.fails = ends, fails
         self.queries: list[tuple[str, bool]] = []
         self.closed = False
 
     def get_watermark_offsets(self, tp: TopicPartition, timeout: float | None = None, cached: bool = False) -> tuple:
         self.queries.append((tp.topic, cached))
+        if self.fails:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
         return 0, self.ends[tp.topic]
 
     def close(self) -> None:
         self.closed = True
 
 
-def _idle_sink(positions: dict[str, int], broker: dict[str, int]) -> tuple[Sink, Fetching, list[Probe]]:
+def _idle_sink(
+    positions: dict[str, int], broker: dict[str, int], failing: int = 0
+) -> tuple[Sink, Fetching, list[Probe]]:
+    """A sink with nothing to read; its first `failing` probes fail their query."""
     sink = Sink(SETTINGS, ch=None, fetch=lambda _id: None)  # type: ignore[arg-type] - nothing inserted
     fetching = Fetching(sink, positions, cached=dict.fromkeys(positions, -1))
     probes: list[Probe] = []
 
     def probe() -> Probe:
-        probes.append(Probe(broker))
+        probes.append(Probe(broker, fails=len(probes) < failing))
         return probes[-1]
 
     sink._consumer = lambda: fetching  # type: ignore[method-assign]
@@ -136,3 +144,50 @@ def test_stop_with_wait_returns_once_the_started_sink_closed_its_consumer() -> N
     # loop sees the consumer closed here
     assert fetching.closed and probes[0].closed
     assert not any(t.name == "fleetperf-sink" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_failed_lag_check_keeps_the_consumer_and_asks_a_new_probe_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    sink, fetching, probes = _idle_sink({"a": 7}, broker={"a": 7}, failing=1)
+    fetching.rounds = 2
+    clock = iter(range(100, 10_000, 5))  # 5 s between calls: every idle round checks the lag
+    monkeypatch.setattr(sink_module.time, "monotonic", lambda: float(next(clock)))
+    sink._loop()  # raised before: the consumer closed and the sink restarted after a backoff
+    assert sink.transient_errors == 0 and sink.last_error is None
+    assert [p.closed for p in probes] == [True, True]  # the failed one closed at once
+    assert probes[1].queries == [("a", False)]
+    assert sink.caught_up and fetching.closed
+
+
+def test_both_consumers_are_closed_when_the_loop_fails() -> None:
+    sink, fetching, probes = _idle_sink({"a": 7}, broker={"a": 7})
+    rounds = iter([[], KafkaException(KafkaError(KafkaError._FATAL))])
+
+    def consume(num_messages: int, timeout: float) -> list[Any]:
+        step = next(rounds)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    fetching.consume = consume  # type: ignore[method-assign]
+    with pytest.raises(KafkaException):
+        sink._loop()
+    assert probes and probes[0].closed and fetching.closed
+
+
+def test_the_probe_is_a_read_committed_consumer_that_never_subscribes(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[dict, list[str]]] = []
+
+    class Recording:
+        def __init__(self, config: dict) -> None:
+            made.append((config, []))
+
+        def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - any call is recorded
+            made[-1][1].append(name)
+            return lambda *a, **k: None
+
+    monkeypatch.setattr(sink_module, "Consumer", Recording)
+    Sink(SETTINGS, ch=None, fetch=lambda _id: None)._probe()  # type: ignore[arg-type]
+    ((config, calls),) = made
+    assert config["isolation.level"] == "read_committed"  # the same end as the fetching consumer's
+    assert config["enable.auto.commit"] is False
+    assert calls == []  # no subscribe(), no assign(): it never joins the group nor fetches

@@ -24,9 +24,11 @@ from fleetperf.config import PACKAGE_ROOT
 log = logging.getLogger("fleetperf.warehouse")
 _SETTINGS: config.Settings | None = None
 # how long a stopping worker waits for the sink to commit and leave its consumer group (it takes
-# well under a second: one consume() timeout, the batch in flight, the LeaveGroup); below gunicorn's
-# graceful timeout (30 s), after which the worker is killed
+# well under a second: one consume() timeout, the batch in flight, the LeaveGroup). The worker gets
+# here after its HTTP requests in flight are done; gunicorn kills it GRACEFUL_SECONDS after the
+# SIGTERM, as `./fleetperf down` does (stack/process.py) and compose (stop_grace_period)
 SINK_STOP_SECONDS = 15.0
+GRACEFUL_SECONDS = 30
 
 
 def settings() -> config.Settings:
@@ -48,8 +50,12 @@ def start_services(s: config.Settings) -> Any:  # noqa: ANN401 - the Sink, impor
     sink = Sink(s, ch)
     sink.start()
     w = s["warehouse"]
-    query_ch = clickhouse.client(s, s["clickhouse"]["database"])
-    query_server.serve(w["host"], w["query_port"], query_ch, s["clickhouse"]["database"], sink.stats, settings=s)
+    try:
+        query_ch = clickhouse.client(s, s["clickhouse"]["database"])
+        query_server.serve(w["host"], w["query_port"], query_ch, s["clickhouse"]["database"], sink.stats, settings=s)
+    except BaseException:  # e.g. the port taken: the worker fails; its sink leaves the group first
+        sink.stop(wait=SINK_STOP_SECONDS)
+        raise
     log.info("sink and SQL endpoint started (SQL on %s)", s.query_url)
     return sink
 
@@ -68,6 +74,7 @@ class WarehouseApp(BaseApplication):
             "worker_class": "gthread",
             "threads": sup["threads"],
             "timeout": 120,
+            "graceful_timeout": GRACEFUL_SECONDS,
             "preload_app": False,
             "worker_exit": self._worker_exit,
         }.items():

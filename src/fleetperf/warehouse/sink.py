@@ -480,9 +480,16 @@ class Sink:
                     # fetches brought
                     if idle and probe is None:
                         probe = self._probe()
-                    self._update_lag(consumer, probe if idle else None)
+                    try:
+                        self._update_lag(consumer, probe if idle else None)
+                        self.caught_up = idle and bool(self.lag) and all(v == 0 for v in self.lag.values())
+                    except KafkaException as exc:  # the lag is not worth a restart of the consumer
+                        log.warning("sink: lag check failed (%s); asking again later", exc)
+                        self.caught_up = False
+                        if probe is not None:  # a new one next time
+                            probe.close()
+                            probe = None
                     lag_checked = time.monotonic()
-                    self.caught_up = idle and bool(self.lag) and all(v == 0 for v in self.lag.values())
                 for msg in messages:
                     err = msg.error()
                     if err is not None:
@@ -505,9 +512,11 @@ class Sink:
             except Exception as exc:  # noqa: BLE001 - the loop's own exception is the one reported
                 log.debug("sink: batch in flight at the failure: %r", exc)
             self._pending.clear()
-            if probe is not None:
-                probe.close()
-            consumer.close()
+            try:
+                if probe is not None:
+                    probe.close()
+            finally:
+                consumer.close()
 
     # --- batching -----------------------------------------------------------------------------
     def add(self, consumer: Any, msg: Any) -> None:  # noqa: ANN401 - a Consumer or a test double
@@ -897,6 +906,8 @@ class Sink:
 
     def start(self) -> None:
         """Runs the sink in a thread of its own (the warehouse process)."""
+        if self._thread is not None:
+            raise RuntimeError("the sink is started already")
         self._thread = threading.Thread(target=self.run, name="fleetperf-sink", daemon=True)
         self._thread.start()
 
@@ -910,6 +921,8 @@ class Sink:
         thread = self._thread
         if wait > 0 and thread is not None and thread is not threading.current_thread():
             thread.join(wait)
+            if thread.is_alive():
+                log.warning("sink: not stopped after %.0fs; its consumer leaves the group on its session timeout", wait)
 
     def close(self) -> None:
         """Stops the writer thread (after stop() and run() returned)."""
