@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,21 @@ def embedded_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def embedded_settings(state: Path, database: str) -> config.Settings:
     return config.load({"FLEETPERF__STATE__DIR": str(state), "FLEETPERF__CLICKHOUSE__DATABASE": database})
+
+
+@pytest.fixture
+def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
+    """A migrated database of its own on the embedded engine, named for the module and test, and
+    its client; dropped afterwards (the sink's unit tests)."""
+    from fleetperf.warehouse.clickhouse import migrate
+
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    test = request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
+    database = f"{module}_{test}"
+    settings = embedded_settings(embedded_path, database)
+    ch, _ = migrate(settings)
+    yield settings, ch
+    ch.command(f"DROP DATABASE IF EXISTS {database}")
 
 
 def table_columns(table: str) -> list[str]:

@@ -160,15 +160,6 @@ def windows(n: int, entity: str = "lpar1") -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture
-def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
-    database = "sinkdur_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
-    settings = embedded_settings(embedded_path, database)
-    ch, _ = migrate(settings)
-    yield settings, ch
-    ch.command(f"DROP DATABASE IF EXISTS {database}")
-
-
 def _sink(settings: config.Settings, ch: Any, registry: Registry, batch_rows: int = 50000) -> Sink:  # noqa: ANN401
     sink = Sink(settings, ch, fetch=registry)
     sink.batch_rows = batch_rows

@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
 from fleetperf import config
-from fleetperf.warehouse.clickhouse import migrate
 from fleetperf.warehouse.sink import ENGINE_DECODED, Sink, TransientError, UndecodableError
-from tests.conftest import embedded_settings
 from tests.unit.test_sink_durability import Consumer, Msg
 
 SETTINGS = config.load({})
@@ -116,15 +112,6 @@ def expected(records: list[dict[str, Any]], columns: list[str]) -> list[tuple]:
 
 def stored(ch: Any, table: str, columns: list[str]) -> list[tuple]:  # noqa: ANN401
     return sorted(ch.query(f"SELECT {', '.join(columns)} FROM {table}").result_rows, key=repr)
-
-
-@pytest.fixture
-def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
-    database = "sinkrows_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
-    settings = embedded_settings(embedded_path, database)
-    ch, _ = migrate(settings)
-    yield settings, ch
-    ch.command(f"DROP DATABASE IF EXISTS {database}")
 
 
 def _run(settings: config.Settings, ch: Any, msgs: list[Msg], engine: bool = True) -> tuple[Sink, Consumer]:  # noqa: ANN401

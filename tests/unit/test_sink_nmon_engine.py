@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -130,15 +129,6 @@ def stored(ch: Any, final: bool = True) -> tuple[list[tuple], list[tuple]]:  # n
     values = ch.query(f"SELECT host_id, ts, section, entity, metric, value FROM {view}").result_rows
     labels = ch.query(f"SELECT host_id, ts, section, entity, label, text FROM nmon_labels{f}").result_rows
     return sorted(values, key=repr), sorted(labels, key=repr)
-
-
-@pytest.fixture
-def warehouse(embedded_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[config.Settings, Any]]:
-    database = "sinkeng_" + request.node.name.replace("[", "_").replace("]", "").replace("-", "_")[:40]
-    settings = embedded_settings(embedded_path, database)
-    ch, _ = migrate(settings)
-    yield settings, ch
-    ch.command(f"DROP DATABASE IF EXISTS {database}")
 
 
 def _sink(settings: config.Settings, ch: Any, batch_rows: int = 50000, engine: bool = True) -> Sink:  # noqa: ANN401

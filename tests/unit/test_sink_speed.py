@@ -32,7 +32,6 @@ from tests.unit.test_sink_nmon_engine import (
     frame,
     snapshot,
     stored,
-    warehouse,  # noqa: F401 - the fixture
 )
 
 
