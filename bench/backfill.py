@@ -82,16 +82,13 @@ def lag_on_fetch_sink() -> type:
     """The sink with its live lag check on the fetching consumer (mode "lagonfetch")."""
     from fleetperf.warehouse.sink import Sink
 
-    class Itself:  # the fetching consumer standing in for the probe; closed by the sink already
-        def __init__(self, consumer: Any) -> None:  # noqa: ANN401
-            self.get_watermark_offsets = consumer.get_watermark_offsets
-
     class LagOnFetch(Sink):
-        def _probe(self) -> Any:  # noqa: ANN401 - never opened
+        def _probe(self) -> Any:  # noqa: ANN401 - no consumer opened: the loop only closes it
             return type("Unopened", (), {"close": lambda _self: None})()
 
         def _update_lag(self, consumer: Any, probe: Any = None) -> None:  # noqa: ANN401
-            super()._update_lag(consumer, Itself(consumer) if probe is not None else None)
+            # the fetching consumer answers the live query itself, as before the probe
+            super()._update_lag(consumer, consumer if probe is not None else None)
 
     return LagOnFetch
 

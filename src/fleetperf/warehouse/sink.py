@@ -400,18 +400,18 @@ class Sink:
         self._nmon_schema_ok: dict[int, bool] = {}
 
     # --- consumer lifecycle -------------------------------------------------------------------
+    def _client_config(self) -> dict[str, Any]:
+        """What the consumer and the probe share (the probe is told the ends the consumer reads to)."""
+        return {
+            **kafka_client_config(self.s),
+            "group.id": self.s["warehouse"]["group_id"],
+            "enable.auto.commit": False,
+            # Flink writes in transactions: only committed records (librdkafka's default, stated)
+            "isolation.level": "read_committed",
+        }
+
     def _consumer(self) -> Consumer:
-        consumer = Consumer(
-            {
-                **kafka_client_config(self.s),
-                "group.id": self.s["warehouse"]["group_id"],
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                # Flink writes in transactions: only committed records (librdkafka's default, stated)
-                "isolation.level": "read_committed",
-            }
-        )
+        consumer = Consumer({**self._client_config(), "auto.offset.reset": "earliest", "enable.partition.eof": False})
         consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
         return consumer
 
@@ -421,8 +421,7 @@ class Sink:
         broker connection, 500 ms per partition measured, 6 s for the 12 topics during which the
         loop read nothing; on a consumer without fetches the same query took 0.7-5 ms. The same
         settings, so the end it is told is the same (read_committed: the last stable offset)."""
-        config = {**kafka_client_config(self.s), "group.id": self.s["warehouse"]["group_id"]}
-        return Consumer({**config, "enable.auto.commit": False, "isolation.level": "read_committed"})
+        return Consumer(self._client_config())
 
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:  # another instance may have cut ranges here since we last had it
