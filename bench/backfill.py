@@ -48,6 +48,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
 
 from fleetperf import config  # noqa: E402
 from fleetperf.config import Settings  # noqa: E402
+from fleetperf.sources.nmon.host_config import HostConfigBuilder  # noqa: E402
 
 # Sink(engine_decode=..., overlap=..., early_handoff=...): "before" decodes every record in Python
 # (before sql/017), "serial" lets the engine decode nmon snapshots but inserts each batch before
@@ -120,26 +121,31 @@ def environment(state: Path) -> dict[str, str]:
 
 def host_file(source: Path, target: Path, serial: str, hostname: str | None = None) -> str:
     """The file as another host: AAA,SerialNumber (an AIX file's host_id is serial-LPAR number) and,
-    when `hostname` is given, AAA,host (a Linux file's host_id) changed. Returns the host_id."""
+    when `hostname` is given, AAA,host (a Linux file's host_id) changed. Returns the host_id the
+    collector gives the new file (its own rule, HostConfigBuilder.host_id, over the AAA lines)."""
     lines = source.read_text().splitlines(keepends=True)
-    found = {}
+    changed = set()
+    identity = HostConfigBuilder()
     for i, line in enumerate(lines[:200]):
         key = line.split(",", 2)[:2]
         if key == ["AAA", "SerialNumber"]:
             lines[i] = f"AAA,SerialNumber,{serial}\n"
-            found["serial"] = serial
+            changed.add("serial")
         elif key == ["AAA", "host"] and hostname is not None:
             lines[i] = f"AAA,host,{hostname}\n"
-            found["host"] = hostname
-        elif key == ["AAA", "LPARNumberName"]:
-            found["lpar"] = line.split(",")[2]
-    if "serial" in found and "lpar" in found:
-        target.write_text("".join(lines))
-        return f"{serial}-{found['lpar']}"  # sources/nmon: host_id = serial-LPAR number
-    if "host" not in found:
+            changed.add("host")
+        if key[:1] == ["AAA"]:
+            identity.add("AAA", lines[i].rstrip("\r\n").split(",", 1)[1])
+    host_id = identity.host_id
+    # a new host only if what its id is made of was changed: the serial (with the LPAR number), or
+    # the host name where the id is the host name
+    made_new = {f"{serial}-{identity.lpar_number}"} if "serial" in changed else set()
+    if "host" in changed:
+        made_new.add(hostname)
+    if host_id not in made_new:
         raise SystemExit(f"{source}: neither AAA,SerialNumber with AAA,LPARNumberName nor AAA,host to change")
     target.write_text("".join(lines))
-    return hostname or ""
+    return host_id
 
 
 def last_snapshot_ts(path: Path) -> str:

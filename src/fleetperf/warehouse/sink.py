@@ -823,12 +823,13 @@ class Sink:
         groups = self._groups(batch)
         containers = Counter(table for table, _ in groups)
         for (table, schema_id), msgs in groups.items():
-            own = self.engine_columns[table] is not None and containers[table] == 1
+            own_table = self.engine_columns[table] is not None  # not nmon_snapshots_in's views
+            alone = own_table and containers[table] == 1
             settings = {
                 **DEDUP_SETTINGS,
                 **ENGINE_INSERT_SETTINGS,
-                **(OWN_TABLE_SETTINGS if self.engine_columns[table] is not None else {}),
-                "insert_deduplication_token": batch.token if own else f"{batch.token}@{schema_id}",
+                **(OWN_TABLE_SETTINGS if own_table else {}),
+                "insert_deduplication_token": batch.token if alone else f"{batch.token}@{schema_id}",
             }
             try:
                 data = batch.framed.get((table, schema_id))

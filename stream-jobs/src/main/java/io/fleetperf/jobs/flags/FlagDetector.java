@@ -4,8 +4,10 @@ import io.fleetperf.jobs.windows.DerivedMetric;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /**
  * Rule and baseline flags of one entity's metric, window by window (final windows only, in order).
@@ -52,15 +54,24 @@ public final class FlagDetector implements java.io.Serializable {
   private final BaselineSettings baseline;
   private final int maxGapWindows;
 
+  /**
+   * The metrics a baseline or a rule reads, gathered once: watches() runs for every derived metric
+   * the job emits (a fleet's backfill: ~620 k), and streamed over the rules there each time.
+   */
+  private final Set<String> watched = new HashSet<>();
+
   public FlagDetector(List<FlagRule> rules, BaselineSettings baseline, int maxGapWindows) {
     this.rules = rules;
     this.baseline = baseline;
     this.maxGapWindows = maxGapWindows;
+    watched.addAll(baseline.metrics);
+    for (FlagRule rule : rules) {
+      watched.add(rule.metric);
+    }
   }
 
   public boolean watches(String metric) {
-    return baseline.metrics.contains(metric)
-        || rules.stream().anyMatch(r -> r.metric.equals(metric));
+    return watched.contains(metric);
   }
 
   public List<AnomalyFlag> evaluate(State s, DerivedMetric m, long now) {

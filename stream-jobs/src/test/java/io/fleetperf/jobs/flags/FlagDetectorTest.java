@@ -1,6 +1,7 @@
 package io.fleetperf.jobs.flags;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -47,6 +48,22 @@ class FlagDetectorTest {
     Set<String> ids = new TreeSet<>();
     flags.stream().filter(f -> f.rule.equals(rule)).forEach(f -> ids.add(f.incidentId));
     return ids;
+  }
+
+  @Test
+  void watchesTheMetricsOfItsRulesAndBaselinesOnly() {
+    Properties p = new Properties();
+    p.setProperty("rule.high.metric", "tv_ratio");
+    p.setProperty("rule.high.op", ">");
+    p.setProperty("rule.high.threshold", "1.3");
+    p.setProperty("baseline.metrics", "busy_pct, steal_pct");
+    FlagDetector d =
+        new FlagDetector(FlagRule.fromProperties(p), BaselineSettings.fromProperties(p), 5);
+    assertTrue(d.watches("tv_ratio"));
+    assertTrue(d.watches("busy_pct"));
+    assertTrue(d.watches("steal_pct"));
+    assertFalse(d.watches("entc_pct"));
+    assertFalse(d.watches("tv"));
   }
 
   @Test
