@@ -135,7 +135,7 @@ def host_file(source: Path, target: Path, serial: str, hostname: str | None = No
             lines[i] = f"AAA,host,{hostname}\n"
             changed.add("host")
         if key[:1] == ["AAA"]:
-            identity.add("AAA", lines[i].rstrip("\r\n").split(",", 1)[1])
+            identity.add("AAA", lines[i].rstrip("\r\n").partition(",")[2])
     host_id = identity.host_id
     # a new host only if what its id is made of was changed: the serial (with the LPAR number), or
     # the host name where the id is the host name
