@@ -32,6 +32,7 @@ windows, one series per host in the warehouse) are in the figures; every stage w
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -39,7 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -148,17 +149,34 @@ def host_file(source: Path, target: Path, serial: str, hostname: str | None = No
     return host_id
 
 
+@functools.cache
 def last_snapshot_ts(path: Path) -> str:
-    """The last ZZZZ time of the file as 'YYYY-MM-DD HH:MM:SS' (UTC, as ingested with tz UTC)."""
-    from datetime import datetime
+    """The time of the last snapshot the collector publishes of the file, 'YYYY-MM-DD HH:MM:SS'
+    (UTC, as ingested with tz UTC). The collector's own parser reads the file (once per file, before
+    any timing), so whatever date form it reads counts, and a cut last snapshot it holds back is
+    not waited for."""
+    import io
+    import json
 
-    last = ""
-    with open(path) as f:
-        for line in f:
-            if line.startswith("ZZZZ,"):
-                last = line
-    _, _, hms, dmy = last.strip().split(",")[:4]
-    return datetime.strptime(f"{dmy} {hms}", "%d-%b-%Y %H:%M:%S").strftime("%Y-%m-%d %H:%M:%S")
+    from fastavro import parse_schema, schemaless_reader
+
+    from fleetperf.sources.nmon import native_parser, parser
+
+    parse = native_parser.parse_file if native_parser.available() else parser.parse_file
+    last: Any = None
+    for e in parse(path, UTC):
+        if e.topic_key == "nmon_snapshots":
+            last = e
+    if last is None:
+        raise SystemExit(f"{path}: the collector publishes no snapshot of it")
+    if last.encoded is None:
+        ts_ms = last.record["ts"]
+    else:  # the native scanner's record arrives encoded: its time is read back from the Avro
+        schema = parse_schema(json.loads(config.load().topic("nmon_snapshots").schema_text()))
+        ts_ms = schemaless_reader(io.BytesIO(last.encoded), schema)["ts"]
+    if isinstance(ts_ms, datetime):
+        return ts_ms.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ts_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def partition_ends(settings: Settings) -> list[Any]:
