@@ -152,31 +152,21 @@ def host_file(source: Path, target: Path, serial: str, hostname: str | None = No
 @functools.cache
 def last_snapshot_ts(path: Path) -> str:
     """The time of the last snapshot the collector publishes of the file, 'YYYY-MM-DD HH:MM:SS'
-    (UTC, as ingested with tz UTC). The collector's own parser reads the file (once per file, before
-    any timing), so whatever date form it reads counts, and a cut last snapshot it holds back is
-    not waited for."""
-    import io
-    import json
+    (UTC, as ingested with tz UTC). The collector's own nmon source reads the file (once per file,
+    before any timing), so whatever date form it reads counts, and a cut last snapshot it holds back
+    is not waited for."""
+    from fleetperf.cli.commands.parse import _decoder
+    from fleetperf.sources import registry
 
-    from fastavro import parse_schema, schemaless_reader
-
-    from fleetperf.sources.nmon import native_parser, parser
-
-    parse = native_parser.parse_file if native_parser.available() else parser.parse_file
     last: Any = None
-    for e in parse(path, UTC):
+    for e in registry.get("nmon").read(path, argparse.Namespace(tz="UTC")):
         if e.topic_key == "nmon_snapshots":
             last = e
     if last is None:
         raise SystemExit(f"{path}: the collector publishes no snapshot of it")
-    if last.encoded is None:
-        ts_ms = last.record["ts"]
-    else:  # the native scanner's record arrives encoded: its time is read back from the Avro
-        schema = parse_schema(json.loads(config.load().topic("nmon_snapshots").schema_text()))
-        ts_ms = schemaless_reader(io.BytesIO(last.encoded), schema)["ts"]
-    if isinstance(ts_ms, datetime):
-        return ts_ms.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    return datetime.fromtimestamp(ts_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    # the native scanner's record arrives encoded: read back as `parse` does (ts in ms on the wire)
+    record = last.record if last.encoded is None else _decoder(config.load())("nmon_snapshots", last.encoded)
+    return datetime.fromtimestamp(record["ts"] / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def partition_ends(settings: Settings) -> list[Any]:
