@@ -16,6 +16,9 @@ DEFAULTS_FILE = REPO_ROOT / "config" / "fleetperf.toml"
 SCHEMA_DIR = REPO_ROOT / "schemas"
 SQL_DIR = REPO_ROOT / "sql"
 ENV_PREFIX = "FLEETPERF__"
+# [kafka] keys of how every producer batches: the collectors' (kafka_avro.producer_batching) and the
+# Flink job's sinks (job_settings hands them over)
+PRODUCER_KEYS = ("producer_compression", "producer_linger_ms", "producer_batch_bytes")
 
 
 def _coerce(old: Any, text: str) -> Any:
@@ -143,9 +146,10 @@ def load(environ: dict[str, str] | None = None) -> Settings:
 def job_settings(settings: Settings) -> dict[str, Any]:
     """The Flink job's only settings input (stream-jobs JobSettings reads it as JSON): the resolved
     values, env overrides included, so the job keeps no defaults of its own. Each topic carries its
-    schema file and registry subject, the mapping the Python producers use too."""
+    schema file and registry subject, the mapping the Python producers use too; [kafka] its
+    producers' batching (PRODUCER_KEYS), which the collectors use too."""
     return {
-        "kafka": {"bootstrap": settings.bootstrap},
+        "kafka": {"bootstrap": settings.bootstrap, **{k: settings["kafka"][k] for k in PRODUCER_KEYS}},
         "registry": {"url": settings.registry_url},
         "topics": {
             key: {"name": t.name, "schema": t.schema_file, "subject": t.subject} for key, t in settings.topics.items()

@@ -47,6 +47,17 @@ def kafka_client_config(settings: Settings) -> dict[str, Any]:
     return conf
 
 
+def producer_batching(settings: Settings) -> dict[str, Any]:
+    """librdkafka's names for [kafka]'s producer batching (config.PRODUCER_KEYS), which the Flink
+    job's sinks get as the Kafka client's properties of the same names (JobSettings)."""
+    k = settings["kafka"]
+    return {
+        "compression.type": str(k["producer_compression"]),
+        "linger.ms": int(k["producer_linger_ms"]),
+        "batch.size": int(k["producer_batch_bytes"]),
+    }
+
+
 def registry_config(settings: Settings) -> dict[str, Any]:
     """Schema registry client settings: [registry] url (overrides host/port, e.g. https), basic
     auth with the password from a file, the CA of its certificate."""
@@ -156,9 +167,7 @@ class AvroProducer:
         base = {
             **kafka_client_config(settings),
             "enable.idempotence": True,
-            "linger.ms": 20,
-            "compression.type": "lz4",
-            "batch.size": 1_000_000,
+            **producer_batching(settings),
             # a backfill parses faster than a broker may take it: bound the queue (librdkafka's
             # default is 1 GiB) so memory stays flat; produce() then waits for deliveries
             "queue.buffering.max.kbytes": 16384,

@@ -217,7 +217,7 @@ def test_the_jobs_test_settings_are_what_python_exports_from_fleetperf_toml() ->
 def test_the_job_reads_only_keys_python_exports() -> None:
     java = (JAVA_MAIN / "io" / "fleetperf" / "jobs" / "JobSettings.java").read_text()
     exported = config.job_settings(config.load({}))
-    sections = {"flink": exported["flink"], "spec": exported["topics"]["cpu_samples"]}
+    sections = {"flink": exported["flink"], "spec": exported["topics"]["cpu_samples"], "kafka": exported["kafka"]}
     for name in ("kafka", "registry"):
         sections[f'node(root, "{name}")'] = exported[name]
     optional = set(re.findall(r'flink\.has\("(\w+)"\)', java))
@@ -227,6 +227,23 @@ def test_the_job_reads_only_keys_python_exports() -> None:
         assert key in sections[section] or key in optional, (section, key)
     for key in re.findall(r'public static final String \w+ = "(\w+)";', java):
         assert key in exported["topics"], key
+
+
+def test_the_jobs_sinks_and_the_collectors_batch_from_the_same_settings() -> None:
+    from fleetperf.kafka_avro import producer_batching
+
+    env = {"FLEETPERF__KAFKA__PRODUCER_LINGER_MS": "7", "FLEETPERF__KAFKA__PRODUCER_COMPRESSION": "zstd"}
+    settings = config.load(env)
+    assert producer_batching(settings) == {"compression.type": "zstd", "linger.ms": 7, "batch.size": 1_000_000}
+    kafka = config.job_settings(settings)["kafka"]
+    assert {k: kafka[k] for k in config.PRODUCER_KEYS} == {
+        "producer_compression": "zstd",
+        "producer_linger_ms": 7,
+        "producer_batch_bytes": 1_000_000,
+    }
+    java = (JAVA_MAIN / "io" / "fleetperf" / "jobs" / "JobSettings.java").read_text()
+    for key in config.PRODUCER_KEYS:  # each read by the job (JUnit: the sinks' properties carry them)
+        assert f'(kafka, "{key}")' in java, key
 
 
 def test_the_local_stack_hands_the_job_its_settings_with_overrides(tmp_path: Path) -> None:

@@ -243,8 +243,18 @@ public final class DerivedMetricsJob {
         .setDeliveryGuarantee(
             o.exactlyOnce ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE)
         .setTransactionalIdPrefix(o.groupId + "-" + prefix)
-        .setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        .setKafkaProducerConfig(producerProperties(o))
         .build();
+  }
+
+  /** The Kafka client properties of every sink of the job: batching from the settings. */
+  static java.util.Properties producerProperties(JobSettings o) {
+    java.util.Properties p = new java.util.Properties();
+    p.setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS);
+    p.setProperty("compression.type", o.producerCompression);
+    p.setProperty("linger.ms", Integer.toString(o.producerLingerMs));
+    p.setProperty("batch.size", Integer.toString(o.producerBatchBytes));
+    return p;
   }
 
   private static <T> DataStream<T> source(

@@ -57,6 +57,15 @@ public final class JobSettings implements Serializable {
 
   private final String origin;
   public final String bootstrap;
+
+  /**
+   * How the job's Kafka sinks batch: [kafka] producer_compression, producer_linger_ms,
+   * producer_batch_bytes, the settings the collectors' producers use too.
+   */
+  public final String producerCompression;
+
+  public final int producerLingerMs;
+  public final int producerBatchBytes;
   public final String registryUrl;
   private final Map<String, Topic> topics;
 
@@ -91,7 +100,11 @@ public final class JobSettings implements Serializable {
 
   private JobSettings(JsonNode root, String origin) {
     this.origin = origin;
-    bootstrap = text(node(root, "kafka"), "bootstrap");
+    JsonNode kafka = node(root, "kafka");
+    bootstrap = text(kafka, "bootstrap");
+    producerCompression = text(kafka, "producer_compression");
+    producerLingerMs = integer(kafka, "producer_linger_ms");
+    producerBatchBytes = integer(kafka, "producer_batch_bytes");
     registryUrl = text(node(root, "registry"), "url");
     Map<String, Topic> t = new LinkedHashMap<>();
     JsonNode topicsNode = node(root, "topics");

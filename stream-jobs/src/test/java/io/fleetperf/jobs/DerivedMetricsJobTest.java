@@ -48,6 +48,27 @@ class DerivedMetricsJobTest {
   }
 
   @Test
+  void sinksBatchAsTheSettingsSay() throws IOException {
+    // [kafka] producer_* of config/fleetperf.toml, what the collectors' producers use too; before,
+    // the sinks had the Kafka client's defaults (no compression, 16 KB batches)
+    String json =
+        shippedJson()
+            .replace("\"producer_linger_ms\": 20", "\"producer_linger_ms\": 7")
+            .replace("\"producer_compression\": \"lz4\"", "\"producer_compression\": \"zstd\"");
+    java.util.Properties p =
+        DerivedMetricsJob.producerProperties(JobSettings.fromJson(json, "job-settings.json"));
+    assertEquals("zstd", p.getProperty("compression.type"));
+    assertEquals("7", p.getProperty("linger.ms"));
+    assertEquals("1000000", p.getProperty("batch.size"));
+    assertEquals("600000", p.getProperty("transaction.timeout.ms"));
+    String without = shippedJson().replace("\"producer_batch_bytes\"", "\"other\"");
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> JobSettings.fromJson(without, "/x/s.json"));
+    assertTrue(e.getMessage().contains("producer_batch_bytes"), e.getMessage());
+  }
+
+  @Test
   void aMissingKeyNamesTheKeyAndTheFile() throws IOException {
     String json = shippedJson().replace("\"window_seconds\"", "\"window_secs\"");
     IllegalArgumentException e =
