@@ -38,3 +38,34 @@ def test_parse_imports_neither_other_commands_nor_kafka_nor_tqdm() -> None:
     others = {f"fleetperf.cli.commands.{m}" for m in main.MODULES if m != "parse"}
     assert not loaded & others
     assert not loaded & {"confluent_kafka", "tqdm", "clickhouse_connect", "fastavro", "urllib.request"}
+
+
+def test_parse_nmon_imports_no_other_sources_reader_nor_the_ledger() -> None:
+    # each source's reader is imported when a file of it is read (sources/*/source.py), so that
+    # `parse nmon FILE` starts in ~0.13 CPU-s instead of ~0.2-0.3 (README, Speed)
+    nmon = main.config.REPO_ROOT / "src" / "fleetperf" / "sources" / "nmon" / "testdata" / "linuxvm_nmon16.nmon"
+    code = (
+        "import sys, json, contextlib, io; from fleetperf.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    status = main.main(['parse', 'nmon', {str(nmon)!r}])\n"
+        "print(json.dumps([status, sorted(sys.modules)]))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    status, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert status == 0, done.stderr
+    assert "fleetperf.sources.nmon.source" in loaded
+    readers = {
+        "fleetperf.sources.zvm.monitor",
+        "fleetperf.sources.zvm.monitor_layouts",
+        "fleetperf.sources.zvm.monitor_records",
+        "fleetperf.sources.perfkit.parser",
+        "fleetperf.sources.perfkit.records",
+        "fleetperf.sources.aix.collect",
+        "fleetperf.sources.aix.hpmstat",
+        "fleetperf.sources.sysstat.records",
+        "fleetperf.ingest.aggregations",
+        "fleetperf.ingest.identity",
+        "fleetperf.ingest.ledger",
+    }
+    assert not set(loaded) & readers, set(loaded) & readers

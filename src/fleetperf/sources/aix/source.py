@@ -7,12 +7,13 @@ import argparse
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from fleetperf.ingest.identity import HostIdentity, local_identity
 from fleetperf.ingest.records import Emitted
-from fleetperf.sources.aix import collect, hpmstat
 from fleetperf.sources.base import Option, Reading, Source
+
+if TYPE_CHECKING:  # the readers are imported when a file is read, not when the registry lists the sources
+    from fleetperf.ingest.identity import HostIdentity
 
 IDENTITY = (
     Option(("--host-id",), {"help": "hpmstat/entstat: host identity (default: this host's <serial>-<lpar id>)"}),
@@ -32,6 +33,8 @@ INTERVAL = (
 
 
 def identity(opts: argparse.Namespace) -> HostIdentity:
+    from fleetperf.ingest.identity import HostIdentity, local_identity
+
     host_id, hostname = getattr(opts, "host_id", None), getattr(opts, "hostname", None)
     if host_id or hostname:
         return HostIdentity(host_id or hostname, hostname or host_id)
@@ -48,11 +51,15 @@ class _AixCommand(Source):
     options = IDENTITY
 
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
+        from fleetperf.sources.aix import collect
+
         records = collect.from_file(self.kind, path, identity(opts), ts_ms(opts))
         for n, emitted in enumerate(records, start=1):
             yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
 
     def collect(self, opts: argparse.Namespace) -> Iterator[list[Emitted]]:
+        from fleetperf.sources.aix import collect
+
         argv = collect.command(
             self.kind, getattr(opts, "adapter", "ent0"), getattr(opts, "group", 10), getattr(opts, "seconds", 60)
         )
@@ -72,6 +79,8 @@ class HpmstatSource(_AixCommand):
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
+        from fleetperf.sources.aix import hpmstat
+
         return hpmstat.sniff(head)
 
 

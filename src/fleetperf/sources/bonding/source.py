@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from fleetperf.ingest.aggregations import bonding_records, bonding_records_of_file
 from fleetperf.ingest.records import Emitted
 from fleetperf.sources.aix.source import identity
 from fleetperf.sources.base import Option, Reading, Source
@@ -34,10 +33,14 @@ class BondingSource(Source):
         return head.startswith(b"Ethernet Channel Bonding Driver")
 
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
+        from fleetperf.ingest.aggregations import bonding_records_of_file
+
         for n, emitted in enumerate(bonding_records_of_file(path, identity(opts)), start=1):
             yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
 
     def collect(self, opts: argparse.Namespace) -> Iterator[list[Emitted]]:
+        from fleetperf.ingest.aggregations import bonding_records
+
         who = identity(opts)
         while True:
             started = time.monotonic()

@@ -7,12 +7,14 @@ import functools
 from collections.abc import Iterator
 from datetime import date, time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetperf import config
-from fleetperf.ingest.records import Emitted
 from fleetperf.sources.base import TZ, Option, Reading, Source, tz_of
-from fleetperf.sources.perfkit import parser
-from fleetperf.sources.perfkit.records import Options, records_of_file
+
+if TYPE_CHECKING:  # the reader is imported when a file is read, not when the registry lists the sources
+    from fleetperf.ingest.records import Emitted
+    from fleetperf.sources.perfkit.records import Options
 
 ZVM_SYSTEM = Option(
     ("--zvm-system",), {"help": "z/VM system name (default: what the report or the monitor data names)"}
@@ -35,6 +37,8 @@ OPTIONS = (
 
 
 def options_of(opts: argparse.Namespace) -> Options:
+    from fleetperf.sources.perfkit.records import Options
+
     day, at = getattr(opts, "date", None), getattr(opts, "at", None)
     return Options(
         system=getattr(opts, "zvm_system", None),
@@ -63,8 +67,12 @@ class PerfkitSource(Source):
     options = OPTIONS
 
     def sniff(self, head: bytes, path: Path) -> bool:
+        from fleetperf.sources.perfkit import parser
+
         text = head.decode("utf-8", "replace")
         return any(parser._table_start(parser._MARKUP.sub("", line.strip())) for line in text.splitlines())
 
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
+        from fleetperf.sources.perfkit.records import records_of_file
+
         return records_of_file(path, options_of(opts))

@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetperf.ingest.records import Emitted
 from fleetperf.sources.base import Option, Reading, Source
 from fleetperf.sources.perfkit.source import ZVM_SYSTEM
-from fleetperf.sources.zvm import monitor_layouts as lay
-from fleetperf.sources.zvm.monitor import looks_like_monreader
-from fleetperf.sources.zvm.monitor_records import Collector, Options, records_of_file
 
-HEAD = 2 * lay.FRAME_SIZE
+if TYPE_CHECKING:  # the reader is imported when a file is read, not when the registry lists the sources
+    from fleetperf.sources.zvm.monitor_records import Options
 
 
 UNVERIFIED = Option(
@@ -26,6 +25,8 @@ UNVERIFIED = Option(
 
 
 def options_of(opts: argparse.Namespace) -> Options:
+    from fleetperf.sources.zvm.monitor_records import Options
+
     return Options(system=getattr(opts, "zvm_system", None), unverified=bool(getattr(opts, "zvm_unverified", False)))
 
 
@@ -45,7 +46,12 @@ class ZvmMonitorSource(Source):
     def sniff(self, head: bytes, path: Path) -> bool:
         """A monreader capture, or a MONWRITE file whose first frames hold domain 1 (monitor
         configuration) records, which every monitor data set begins with."""
-        head = head[:HEAD]
+        if b"\0" not in head:  # both checks below need zero bytes; text (nmon, reports) has none
+            return False
+        from fleetperf.sources.zvm import monitor_layouts as lay
+        from fleetperf.sources.zvm.monitor import looks_like_monreader
+
+        head = head[: 2 * lay.FRAME_SIZE]
         if looks_like_monreader(head):
             return True
         for start in (0, lay.FRAME_SIZE):
@@ -57,11 +63,14 @@ class ZvmMonitorSource(Source):
         return False
 
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
+        from fleetperf.sources.zvm.monitor_records import records_of_file
+
         for n, emitted in enumerate(records_of_file(path, options_of(opts)), start=1):
             yield Emitted(emitted.topic_key, emitted.record, emitted.key, snapshot=n)
 
     def collect(self, opts: argparse.Namespace) -> Iterator[list[Emitted]]:
         from fleetperf.sources.zvm.monitor_live import follow
+        from fleetperf.sources.zvm.monitor_records import Collector
 
         source = opts.file[0] if getattr(opts, "file", None) else opts.device
         collector = Collector(source, options_of(opts))
