@@ -408,6 +408,7 @@ class Sink:
             "enable.auto.commit": False,
             # Flink writes in transactions: only committed records (librdkafka's default, stated)
             "isolation.level": "read_committed",
+            "fetch.queue.backoff.ms": int(self.s["warehouse"]["fetch_queue_backoff_ms"]),
         }
 
     def _consumer(self) -> Consumer:
