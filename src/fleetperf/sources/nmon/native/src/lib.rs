@@ -17,7 +17,7 @@
 //! ensure_ascii strings), one bytes object per fed chunk; the tests compare them with the Avro
 //! path read back and with the Python parser.
 
-use memchr::{memchr, memchr_iter};
+use memchr::memchr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use rustc_hash::FxHashMap;
@@ -179,16 +179,49 @@ fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8], d: &Decimal) {
     if d.negative {
         out.push(b'-');
     }
-    let Some(first) = d.first_nonzero else {
+    if d.zero {
         put(out, b"0.0"); // zero keeps its sign: repr(-0.0) is '-0.0'
         return;
-    };
+    }
+    let n = text.len();
+    // the usual cells are repr's text already, or an integer that lacks only ".0"
+    let ends_nonzero = d.point + 1 < n && text[n - 1] != b'0'; // a fraction whose last digit is not 0
+    if d.point > d.start && text[d.start] != b'0' {
+        if ends_nonzero {
+            put(out, &text[d.start..]); // "12.3"
+            return;
+        }
+        if d.point == n {
+            put(out, &text[d.start..]); // "1234"
+            put(out, b".0");
+            return;
+        }
+    } else if ends_nonzero
+        && d.point == d.start + 1
+        && text[d.start + 1..(d.start + 6).min(n)]
+            .iter()
+            .any(|&b| b != b'0' && b != b'.')
+    {
+        put(out, &text[d.start..]); // "0.05": "0" then a non-zero digit within four decimals
+        return;
+    }
+    // a non-zero digit exists (d.zero is false): the first and the one after the last
+    let first = d.start
+        + text[d.start..]
+            .iter()
+            .position(|&b| b != b'0' && b != b'.')
+            .expect("a non-zero digit");
+    let last_nonzero = text
+        .iter()
+        .rposition(|&b| b != b'0' && b != b'.')
+        .expect("a non-zero digit")
+        + 1;
     if first < d.point {
         // at most 15 digits before the point: fixed notation (repr switches at 1e16)
         put(out, &text[first..d.point]);
         out.push(b'.');
-        if d.last_nonzero > d.point + 1 {
-            put(out, &text[d.point + 1..d.last_nonzero]);
+        if last_nonzero > d.point + 1 {
+            put(out, &text[d.point + 1..last_nonzero]);
         } else {
             out.push(b'0');
         }
@@ -197,14 +230,14 @@ fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8], d: &Decimal) {
     let zeros = first - d.point - 1;
     if zeros <= 3 {
         put(out, b"0.");
-        put(out, &text[d.point + 1..d.last_nonzero]);
+        put(out, &text[d.point + 1..last_nonzero]);
         return;
     }
     // below 1e-4 repr writes d.ddde-XX
     out.push(text[first]);
-    if d.last_nonzero > first + 1 {
+    if last_nonzero > first + 1 {
         out.push(b'.');
-        put(out, &text[first + 1..d.last_nonzero]);
+        put(out, &text[first + 1..last_nonzero]);
     }
     let _ = write!(out, "e-{:02}", zeros + 1);
 }
@@ -331,11 +364,40 @@ fn json_str(s: &str) -> String {
     String::from_utf8(out).expect("ASCII")
 }
 
+/// One bytes object holding `parts` one after the other (`len`: their total length). Not
+/// PyBytes::new_with, which zeroes the buffer before the closure fills it: that memset was as
+/// much work as the copy itself, 3.6 % of a `parse nmon` (callgrind, 12 MB AIX file).
+fn bytes_of<'py>(py: Python<'py>, parts: &[&[u8]], len: usize) -> Bound<'py, PyBytes> {
+    // SAFETY: PyBytes_FromStringAndSize(NULL, n) returns a new bytes object of n bytes whose
+    // contents are uninitialised (or NULL with an exception set); the copies below write exactly
+    // `len` bytes into it, each within its buffer, before Python sees it.
+    unsafe {
+        let obj = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
+        assert!(!obj.is_null(), "a bytes object of {len} bytes");
+        let mut dst = pyo3::ffi::PyBytes_AsString(obj).cast::<u8>();
+        let mut written = 0;
+        for part in parts {
+            written += part.len();
+            assert!(written <= len, "parts longer than the bytes object");
+            std::ptr::copy_nonoverlapping(part.as_ptr(), dst, part.len());
+            dst = dst.add(part.len());
+        }
+        assert_eq!(written, len, "parts shorter than the bytes object");
+        Bound::from_owned_ptr(py, obj).downcast_into_unchecked()
+    }
+}
+
 // --- Python's notion of blanks, so labels and numbers match the reference parser.
 
 /// bytes.strip(): ASCII space, \t \n \v \f \r.
 fn strip_bytes(s: &[u8]) -> &[u8] {
     let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    // most cells have nothing to strip: their two ends tell (2 % of `parse nmon`'s work otherwise)
+    // (every blank is at most b' ': one comparison an end)
+    match (s.first(), s.last()) {
+        (Some(&a), Some(&z)) if a > b' ' && z > b' ' => return s,
+        _ => {}
+    }
     let start = s.iter().position(|b| !blank(b)).unwrap_or(s.len());
     let end = s.iter().rposition(|b| !blank(b)).map_or(start, |p| p + 1);
     &s[start..end]
@@ -353,65 +415,71 @@ fn text_value(s: &[u8]) -> String {
 struct Decimal {
     value: f64,
     negative: bool,
-    point: usize,                 // index of the '.', or the text's length
-    first_nonzero: Option<usize>, // index of the first non-zero digit
-    last_nonzero: usize,          // index after the last non-zero digit
+    start: usize, // index of the first digit or '.', after the sign
+    point: usize, // index of the '.', or the text's length
+    zero: bool,   // every digit is 0
 }
 
 /// Clinger's fast path: a decimal of at most 15 significant digits and 22 fraction digits is
 /// exactly m / 10^k with m and 10^k exact doubles, and one IEEE division rounds correctly, so the
 /// result has the bits Python's float() gives. Most nmon cells are like "12.3"; anything else
-/// (exponents, long mantissas, inf, nan) goes to the standard parser.
+/// (exponents, long mantissas, inf, nan) goes to the standard parser. One branch-light pass: a
+/// 16th significant digit is the mantissa reaching 10^15 (leading zeros leave it at 0).
 fn decimal(s: &[u8]) -> Option<Decimal> {
     const POW10: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
         1e20, 1e21, 1e22,
     ];
+    const LIMIT: u64 = 1_000_000_000_000_000;
     let (negative, start) = match s.first() {
         Some(b'-') => (true, 1),
         Some(b'+') => (false, 1),
         _ => (false, 0),
     };
+    let n = s.len();
     let mut mantissa: u64 = 0;
-    let mut significant = 0usize;
-    let mut fraction = 0usize;
-    let mut point: Option<usize> = None;
-    let (mut first_nonzero, mut last_nonzero) = (None, 0);
-    let mut seen_digit = false;
-    for (i, &b) in s.iter().enumerate().skip(start) {
-        match b {
-            b'0'..=b'9' => {
-                seen_digit = true;
-                if b != b'0' {
-                    first_nonzero.get_or_insert(i);
-                    last_nonzero = i + 1;
-                }
-                // leading zeros add no significant digit
-                if mantissa != 0 || b != b'0' {
-                    significant += 1;
-                    if significant > 15 {
-                        return None;
-                    }
-                }
-                mantissa = mantissa * 10 + u64::from(b - b'0');
-                if point.is_some() {
-                    fraction += 1;
-                }
-            }
-            b'.' if point.is_none() => point = Some(i),
-            _ => return None,
+    let mut i = start;
+    while i < n {
+        let d = s[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
         }
+        mantissa = mantissa * 10 + u64::from(d);
+        if mantissa >= LIMIT {
+            return None;
+        }
+        i += 1;
     }
-    if !seen_digit || fraction > 22 {
-        return None;
+    let point = i;
+    let mut fraction = 0;
+    if i < n {
+        if s[i] != b'.' {
+            return None;
+        }
+        i += 1;
+        while i < n {
+            let d = s[i].wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            mantissa = mantissa * 10 + u64::from(d);
+            if mantissa >= LIMIT {
+                return None;
+            }
+            i += 1;
+        }
+        fraction = n - point - 1;
+    }
+    if (point == start && fraction == 0) || fraction > 22 {
+        return None; // no digit at all, or beyond the exact powers of ten
     }
     let value = mantissa as f64 / POW10[fraction];
     Some(Decimal {
         value: if negative { -value } else { value },
         negative,
-        point: point.unwrap_or(s.len()),
-        first_nonzero,
-        last_nonzero,
+        start,
+        point,
+        zero: mantissa == 0,
     })
 }
 
@@ -961,19 +1029,15 @@ impl Scanner {
         // ASCII bytes (ensure_ascii): parse writes them to stdout's binary layer as they are
         let len = json.out.len() + json.rows.iter().map(|(_, rows)| rows.len()).sum::<usize>();
         let (out, rows) = (&json.out, &json.rows);
-        let text = PyBytes::new_with(py, len, |buf: &mut [u8]| {
-            let (mut from, mut at) = (0, 0);
-            for (pos, piece) in rows {
-                buf[at..at + pos - from].copy_from_slice(&out[from..*pos]);
-                at += pos - from;
-                buf[at..at + piece.len()].copy_from_slice(piece);
-                at += piece.len();
-                from = *pos;
-            }
-            buf[at..].copy_from_slice(&out[from..]);
-            Ok(())
-        })
-        .expect("a bytes object");
+        let mut pieces: Vec<&[u8]> = Vec::with_capacity(2 * rows.len() + 1);
+        let mut from = 0;
+        for (pos, piece) in rows {
+            pieces.push(&out[from..*pos]);
+            pieces.push(piece);
+            from = *pos;
+        }
+        pieces.push(&out[from..]);
+        let text = bytes_of(py, &pieces, len);
         let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
         json.out.clear();
         json.rows.clear();
@@ -1123,12 +1187,17 @@ impl Scanner {
             let header = Rc::clone(header);
             let base = line.len() - rest.len();
             self.fields.clear();
-            let mut start = 0;
-            for p in memchr_iter(b',', rest) {
-                self.fields.push((base + start, base + p));
-                start = p + 1;
+            // a plain loop, not memchr_iter: the cells are a few bytes long, and a SIMD search
+            // started per comma cost more than it saved (2.6 M calls, 9 % of a `parse nmon`'s
+            // instructions, callgrind on a 12 MB AIX file)
+            let mut start = base;
+            for (p, &b) in line.iter().enumerate().skip(base) {
+                if b == b',' {
+                    self.fields.push((start, p));
+                    start = p + 1;
+                }
             }
-            self.fields.push((base + start, line.len()));
+            self.fields.push((start, line.len()));
             let cell = |k: usize| &line[self.fields[k].0..self.fields[k].1];
             if is_snapshot_tag(cell(0)) {
                 return self.data(py, header, line, 1, None, (line_no, offset, size));
@@ -1346,15 +1415,7 @@ impl Scanner {
             put_long(&mut count, snap.n_rows as i64);
             let parts: [&[u8]; 5] = [&before, &count, &snap.rows, &[0], &after];
             let len = parts.iter().map(|p| p.len()).sum();
-            PyBytes::new_with(py, len, |buf: &mut [u8]| {
-                let mut pos = 0;
-                for part in parts {
-                    buf[pos..pos + part.len()].copy_from_slice(part);
-                    pos += part.len();
-                }
-                Ok(())
-            })
-            .expect("a bytes object")
+            bytes_of(py, &parts, len)
         };
         let snapshot = record(&self.snapshot_plan);
         let cpu = if snap.cpu_any {
@@ -1529,6 +1590,8 @@ impl Scanner {
         let (values_json, spans) = (&mut self.values_json, &mut self.value_spans);
         values_json.clear();
         spans.clear();
+        // each value's text is wanted only by the cpu_sample fields this section fills
+        let want_spans = json_mode && !header.cpu_fields.is_empty();
         // lines mode, entity known before the values (all but TOP): the row's head and values
         // go straight into the snapshot's rows, without a copy of the values (perf: the copies
         // of a row's pieces were ~6 % of lines mode)
@@ -1559,7 +1622,9 @@ impl Scanner {
                 if values_json.len() > values_start {
                     put(values_json, b", ");
                 }
-                spans.push((values_json.len(), values_json.len()));
+                if want_spans {
+                    spans.push((values_json.len(), values_json.len()));
+                }
             }
             if trimmed.is_empty() || (header.kinds[k] == 3 && nan_text(trimmed)) {
                 values.push(None);
@@ -1603,7 +1668,9 @@ impl Scanner {
                         } else {
                             push_repr(values_json, v);
                         }
-                        spans.last_mut().expect("a span per value").1 = values_json.len();
+                        if want_spans {
+                            spans.last_mut().expect("a span per value").1 = values_json.len();
+                        }
                     }
                 }
                 Err(why) => {
