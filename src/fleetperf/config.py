@@ -16,9 +16,14 @@ DEFAULTS_FILE = REPO_ROOT / "config" / "fleetperf.toml"
 SCHEMA_DIR = REPO_ROOT / "schemas"
 SQL_DIR = REPO_ROOT / "sql"
 ENV_PREFIX = "FLEETPERF__"
-# [kafka] keys of how every producer batches: the collectors' (kafka_avro.producer_batching) and the
-# Flink job's sinks (job_settings hands them over)
-PRODUCER_KEYS = ("producer_compression", "producer_linger_ms", "producer_batch_bytes")
+# [kafka] keys of how every producer batches, each with the Kafka client property it sets (the same name
+# in librdkafka and the Java client): the collectors' producers (kafka_avro) and the Flink job's sinks
+# (job_settings hands it the properties, not the keys) read them through producer_properties only
+PRODUCER_KEYS = {
+    "producer_compression": "compression.type",
+    "producer_linger_ms": "linger.ms",
+    "producer_batch_bytes": "batch.size",
+}
 
 
 def _coerce(old: Any, text: str) -> Any:
@@ -143,13 +148,18 @@ def load(environ: dict[str, str] | None = None) -> Settings:
     return Settings(data)
 
 
+def producer_properties(settings: Settings) -> dict[str, Any]:
+    """The Kafka client properties of [kafka]'s producer batching (PRODUCER_KEYS)."""
+    return {prop: settings["kafka"][key] for key, prop in PRODUCER_KEYS.items()}
+
+
 def job_settings(settings: Settings) -> dict[str, Any]:
     """The Flink job's only settings input (stream-jobs JobSettings reads it as JSON): the resolved
     values, env overrides included, so the job keeps no defaults of its own. Each topic carries its
-    schema file and registry subject, the mapping the Python producers use too; [kafka] its
-    producers' batching (PRODUCER_KEYS), which the collectors use too."""
+    schema file and registry subject, the mapping the Python producers use too; kafka.producer the
+    Kafka client properties of its sinks (producer_properties), which the collectors set too."""
     return {
-        "kafka": {"bootstrap": settings.bootstrap, **{k: settings["kafka"][k] for k in PRODUCER_KEYS}},
+        "kafka": {"bootstrap": settings.bootstrap, "producer": producer_properties(settings)},
         "registry": {"url": settings.registry_url},
         "topics": {
             key: {"name": t.name, "schema": t.schema_file, "subject": t.subject} for key, t in settings.topics.items()

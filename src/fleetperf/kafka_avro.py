@@ -21,7 +21,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema, schemaless_writer
 
-from fleetperf.config import Settings, Topic
+from fleetperf.config import Settings, Topic, producer_properties
 
 log = logging.getLogger("fleetperf.kafka")
 
@@ -45,17 +45,6 @@ def kafka_client_config(settings: Settings) -> dict[str, Any]:
     if k.get("ssl_ca_location"):
         conf["ssl.ca.location"] = k["ssl_ca_location"]
     return conf
-
-
-def producer_batching(settings: Settings) -> dict[str, Any]:
-    """librdkafka's names for [kafka]'s producer batching (config.PRODUCER_KEYS), which the Flink
-    job's sinks get as the Kafka client's properties of the same names (JobSettings)."""
-    k = settings["kafka"]
-    return {
-        "compression.type": str(k["producer_compression"]),
-        "linger.ms": int(k["producer_linger_ms"]),
-        "batch.size": int(k["producer_batch_bytes"]),
-    }
 
 
 def registry_config(settings: Settings) -> dict[str, Any]:
@@ -167,7 +156,7 @@ class AvroProducer:
         base = {
             **kafka_client_config(settings),
             "enable.idempotence": True,
-            **producer_batching(settings),
+            **producer_properties(settings),  # batching, as the Flink job's sinks
             # a backfill parses faster than a broker may take it: bound the queue (librdkafka's
             # default is 1 GiB) so memory stays flat; produce() then waits for deliveries
             "queue.buffering.max.kbytes": 16384,

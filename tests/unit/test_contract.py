@@ -230,20 +230,22 @@ def test_the_job_reads_only_keys_python_exports() -> None:
 
 
 def test_the_jobs_sinks_and_the_collectors_batch_from_the_same_settings() -> None:
-    from fleetperf.kafka_avro import producer_batching
+    import inspect
+
+    from fleetperf import kafka_avro
 
     env = {"FLEETPERF__KAFKA__PRODUCER_LINGER_MS": "7", "FLEETPERF__KAFKA__PRODUCER_COMPRESSION": "zstd"}
     settings = config.load(env)
-    assert producer_batching(settings) == {"compression.type": "zstd", "linger.ms": 7, "batch.size": 1_000_000}
-    kafka = config.job_settings(settings)["kafka"]
-    assert {k: kafka[k] for k in config.PRODUCER_KEYS} == {
-        "producer_compression": "zstd",
-        "producer_linger_ms": 7,
-        "producer_batch_bytes": 1_000_000,
-    }
-    java = (JAVA_MAIN / "io" / "fleetperf" / "jobs" / "JobSettings.java").read_text()
-    for key in config.PRODUCER_KEYS:  # each read by the job (JUnit: the sinks' properties carry them)
-        assert f'(kafka, "{key}")' in java, key
+    want = {"compression.type": "zstd", "linger.ms": 7, "batch.size": 1_000_000}
+    assert config.producer_properties(settings) == want
+    # the job gets the client properties themselves (JUnit: its sinks carry exactly these)
+    assert config.job_settings(settings)["kafka"]["producer"] == want
+    # the collectors' producer reads them from there, and no property name is spelled twice
+    assert "producer_properties(settings)" in inspect.getsource(kafka_avro.AvroProducer.__init__)
+    java = "\n".join(p.read_text() for p in (JAVA_MAIN / "io" / "fleetperf" / "jobs").glob("*.java"))
+    for key, prop in config.PRODUCER_KEYS.items():
+        assert key not in java and f'"{prop}"' not in java, (key, prop)
+        assert f'"{prop}"' not in inspect.getsource(kafka_avro), prop
 
 
 def test_the_local_stack_hands_the_job_its_settings_with_overrides(tmp_path: Path) -> None:

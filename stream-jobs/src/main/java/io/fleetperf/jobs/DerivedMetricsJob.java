@@ -247,13 +247,11 @@ public final class DerivedMetricsJob {
         .build();
   }
 
-  /** The Kafka client properties of every sink of the job: batching from the settings. */
+  /** The Kafka client properties of every sink of the job: batching as the settings give it. */
   static java.util.Properties producerProperties(JobSettings o) {
     java.util.Properties p = new java.util.Properties();
     p.setProperty("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS);
-    p.setProperty("compression.type", o.producerCompression);
-    p.setProperty("linger.ms", Integer.toString(o.producerLingerMs));
-    p.setProperty("batch.size", Integer.toString(o.producerBatchBytes));
+    p.putAll(o.producerProperties);
     return p;
   }
 

@@ -59,13 +59,12 @@ public final class JobSettings implements Serializable {
   public final String bootstrap;
 
   /**
-   * How the job's Kafka sinks batch: [kafka] producer_compression, producer_linger_ms,
-   * producer_batch_bytes, the settings the collectors' producers use too.
+   * Kafka client properties of every sink of the job (kafka.producer: how they batch), as Python's
+   * config.producer_properties names them from [kafka] for the collectors' producers too; applied
+   * as they are, so no property name is spelled here.
    */
-  public final String producerCompression;
+  public final Map<String, String> producerProperties;
 
-  public final int producerLingerMs;
-  public final int producerBatchBytes;
   public final String registryUrl;
   private final Map<String, Topic> topics;
 
@@ -102,9 +101,7 @@ public final class JobSettings implements Serializable {
     this.origin = origin;
     JsonNode kafka = node(root, "kafka");
     bootstrap = text(kafka, "bootstrap");
-    producerCompression = text(kafka, "producer_compression");
-    producerLingerMs = integer(kafka, "producer_linger_ms");
-    producerBatchBytes = integer(kafka, "producer_batch_bytes");
+    producerProperties = properties(kafka, "producer");
     registryUrl = text(node(root, "registry"), "url");
     Map<String, Topic> t = new LinkedHashMap<>();
     JsonNode topicsNode = node(root, "topics");
@@ -198,6 +195,26 @@ public final class JobSettings implements Serializable {
       throw new IllegalArgumentException(origin + ": missing section " + key);
     }
     return n;
+  }
+
+  /** An object of client properties: each value a string, number or boolean, kept as its text. */
+  private Map<String, String> properties(JsonNode parent, String key) {
+    JsonNode n = node(parent, key);
+    Map<String, String> p = new LinkedHashMap<>();
+    n.fields()
+        .forEachRemaining(
+            e -> {
+              JsonNode v = e.getValue();
+              if (!v.isValueNode() || v.isNull()) {
+                throw new IllegalArgumentException(
+                    origin + ": " + key + "." + e.getKey() + " must be a value, got " + v);
+              }
+              p.put(e.getKey(), v.asText());
+            });
+    if (p.isEmpty()) {
+      throw new IllegalArgumentException(origin + ": " + key + " names no property");
+    }
+    return Collections.unmodifiableMap(p);
   }
 
   private JsonNode value(JsonNode parent, String key) {

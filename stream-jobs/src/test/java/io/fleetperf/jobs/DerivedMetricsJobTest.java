@@ -49,23 +49,31 @@ class DerivedMetricsJobTest {
 
   @Test
   void sinksBatchAsTheSettingsSay() throws IOException {
-    // [kafka] producer_* of config/fleetperf.toml, what the collectors' producers use too; before,
-    // the sinks had the Kafka client's defaults (no compression, 16 KB batches)
+    // kafka.producer: the client properties Python's config.producer_properties names from [kafka]
+    // (what the collectors' producers set too); before, the sinks had the Kafka client's defaults
+    // (no compression, 16 KB batches). Applied as given: a property the job never heard of too.
     String json =
         shippedJson()
-            .replace("\"producer_linger_ms\": 20", "\"producer_linger_ms\": 7")
-            .replace("\"producer_compression\": \"lz4\"", "\"producer_compression\": \"zstd\"");
+            .replace("\"linger.ms\": 20", "\"linger.ms\": 7, \"acks\": \"all\"")
+            .replace("\"compression.type\": \"lz4\"", "\"compression.type\": \"zstd\"");
     java.util.Properties p =
         DerivedMetricsJob.producerProperties(JobSettings.fromJson(json, "job-settings.json"));
     assertEquals("zstd", p.getProperty("compression.type"));
     assertEquals("7", p.getProperty("linger.ms"));
     assertEquals("1000000", p.getProperty("batch.size"));
+    assertEquals("all", p.getProperty("acks"));
     assertEquals("600000", p.getProperty("transaction.timeout.ms"));
-    String without = shippedJson().replace("\"producer_batch_bytes\"", "\"other\"");
+    assertEquals(5, p.size());
+    String without = shippedJson().replace("\"producer\":", "\"other\":");
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class, () -> JobSettings.fromJson(without, "/x/s.json"));
-    assertTrue(e.getMessage().contains("producer_batch_bytes"), e.getMessage());
+    assertTrue(e.getMessage().contains("producer"), e.getMessage());
+    String nested = shippedJson().replace("\"linger.ms\": 20", "\"linger.ms\": {\"x\": 1}");
+    e =
+        assertThrows(
+            IllegalArgumentException.class, () -> JobSettings.fromJson(nested, "/x/s.json"));
+    assertTrue(e.getMessage().contains("producer.linger.ms"), e.getMessage());
   }
 
   @Test
