@@ -11,7 +11,9 @@ run, each on a host it has not seen (the serial number of the file is changed pe
 each stage is printed:
 
 - collector -> Kafka: `ingest` of the file until every record is acknowledged (the sink consumes
-  meanwhile, as in a real backfill);
+  meanwhile, as in a real backfill); by default `fleetperf ingest` in a process of its own, as
+  users run it beside the warehouse (its start-up included), or with --collectors thread in a
+  thread of this process, sharing the sink's interpreter (the only way until session 13);
 - Flink: from the start of the ingest until the host's last derived window was emitted final;
 - sink / ClickHouse on a backlog: the same records consumed again by a fresh group and database
   after they are all in Kafka (nothing else running), until every value is queryable;
@@ -34,7 +36,10 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -366,11 +371,23 @@ def measure(
     t0 = time.monotonic()
     wall0 = time.time()
     cpu0 = stack_cpu(pids)
-    summary = ingest(settings, [str(path) for path in paths], UTC, force=True, progress=False)
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if args.collector == "process":
+        # as users run it: `fleetperf ingest` is a process of its own beside the warehouse's sink
+        argv = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--force", "--no-progress", "--tz", "UTC"]
+        child_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        done = subprocess.run([*argv, *map(str, paths)], capture_output=True, text=True, check=False, env=child_env)
+        found = re.search(r"\bvalues (\d+),", done.stdout)
+        if done.returncode != 0 or found is None:
+            raise RuntimeError(f"ingest exited {done.returncode}: {done.stdout[-300:]} {done.stderr[-600:]}")
+        values = int(found.group(1))
+    else:  # a thread of this process: the collector and the sink share one interpreter (its GIL)
+        values = ingest(settings, [str(path) for path in paths], UTC, force=True, progress=False).values
     t_ingest = time.monotonic() - t0
-    values = summary.values
     t_values = wait(lambda: e2e.all_values(last, values), args.limit)
     cpu_e2e = {name: cpu - cpu0[name] for name, cpu in stack_cpu(pids).items()}
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_e2e["collector process"] = child.ru_utime + child.ru_stime - child0.ru_utime - child0.ru_stime
     state: dict[str, Any] = {}
 
     def derived_done() -> bool:
@@ -381,6 +398,7 @@ def measure(
     t_final = wait(derived_done, args.final_timeout, step=0.5)
     # the job's flags and the derived metrics' sink run on after the values are queryable
     cpu_final = {name: cpu - cpu0[name] for name, cpu in stack_cpu(pids).items()}
+    cpu_final["collector process"] = cpu_e2e["collector process"]
     e2e.stop()
     flink = state["emitted"] - wall0 if t_final is not None and state.get("emitted") else None
 
@@ -400,6 +418,8 @@ def measure(
         return None if t is None else t - start
 
     label = mode if args.hosts == [1] and args.dir is None else f"{mode}/{n_hosts}h"
+    if len(args.collectors) > 1:
+        label += "/" + args.collector[:4]  # proc, thre
     row = {
         "mode": label,
         "MB": mb,
@@ -472,6 +492,8 @@ def report(rows: list[dict], modes: list[str]) -> None:
         for m in modes:
             mb = size[m][0]
             cpu = statistics.median(r[stage] for r in rows if r["mode"] == m)
+            if cpu <= 0:  # e.g. the collector process of a run whose collector was a thread
+                continue
             print(f"  {m:<14} {cpu:6.2f} CPU-s = {mb / cpu:6.2f} MB per CPU-s, {2 * mb / cpu:6.2f} MB/s on 2 cores")
 
 
@@ -507,7 +529,20 @@ def main() -> int:
     ap.add_argument("--limit", type=float, default=600, help="seconds to wait for the values of one run")
     ap.add_argument("--final-timeout", type=float, default=180, help="seconds to wait for final derived windows")
     ap.add_argument("--keep-state", action="store_true", help="keep the stack's state directory")
+    ap.add_argument(
+        "--collectors",
+        nargs="+",
+        default=["process"],
+        choices=["process", "thread"],
+        help="where the collector runs: `fleetperf ingest` in a process of its own, as users run it beside the"
+        " warehouse (default), or a thread of this process, whose interpreter the sink shares (how this"
+        " benchmark measured until session 13); both: side by side",
+    )
     args = ap.parse_args()
+    if args.dir is None and args.file is None:
+        for n in args.hosts:  # before minutes of starting the stack
+            if args.copies % n:
+                ap.error(f"--copies {args.copies} do not split among --hosts {n}")
 
     from fleetperf.stack.local import LocalStack
 
@@ -542,14 +577,16 @@ def main() -> int:
             small.write_text("".join(source.open().readlines()[:20000]))
             pids = {name: pid for name, pid, _where, _log in stack.status() if pid is not None}
             # (cut mid-file, its last snapshot may lack the CPU lines: no waiting for its windows)
-            warm = argparse.Namespace(**{**vars(args), "final_timeout": 5, "hosts": [1]})
+            warm = argparse.Namespace(**{**vars(args), "final_timeout": 5, "hosts": [1], "collector": "thread"})
             measure(env, args.modes[-1], [(small, 0)], tmp, 0, warm, pids)
             for run in range(1 - args.warm_runs, args.runs + 1):
                 for mode in args.modes:
                     for variant in variants:
-                        row = measure(env, mode, variant, tmp, run, args, pids)
-                        if run >= 1:
-                            rows.append(row)
+                        for collector in args.collectors:
+                            args.collector = collector
+                            row = measure(env, mode, variant, tmp, run, args, pids)
+                            if run >= 1:
+                                rows.append(row)
         report(rows, list(dict.fromkeys(r["mode"] for r in rows)))
         print(f"\npeak RSS: this process (sink + embedded ClickHouse) {vmhwm(os.getpid()):.0f} MB", end="")
         for name, pid, _where, _log in stack.status():
