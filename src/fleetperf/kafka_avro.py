@@ -12,16 +12,18 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema, schemaless_writer
 
 from fleetperf.config import Settings, Topic, producer_properties
+from fleetperf.registry_rest import RegistryError, RegistryRest
+
+if TYPE_CHECKING:  # imported where records are read back: 0.4 s that a producer never needs (registry_rest)
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
 
 log = logging.getLogger("fleetperf.kafka")
 
@@ -61,7 +63,15 @@ def registry_config(settings: Settings) -> dict[str, Any]:
 
 
 def registry_client(settings: Settings) -> SchemaRegistryClient:
+    """The library's client, for reading records back (the sink, deserializers, tests)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
     return SchemaRegistryClient(registry_config(settings))
+
+
+def registry_rest(settings: Settings) -> RegistryRest:
+    """The calls producers make (register, compatibility), without the library's import cost."""
+    return RegistryRest(registry_config(settings))
 
 
 def ensure_topics(settings: Settings, topics: Iterable[Topic] | None = None) -> None:
@@ -89,7 +99,7 @@ def ensure_topics(settings: Settings, topics: Iterable[Topic] | None = None) -> 
 
 def register_schemas(settings: Settings) -> dict[str, int]:
     """Register every topic's value schema under '<topic>-value' with the configured compatibility."""
-    client = registry_client(settings)
+    client = registry_rest(settings)
     ids = {}
     for topic in settings.topics.values():
         client.set_compatibility(topic.subject, settings["registry"]["compatibility"])
@@ -97,7 +107,7 @@ def register_schemas(settings: Settings) -> dict[str, int]:
     return ids
 
 
-def register_with_retry(client: SchemaRegistryClient, topic: Topic, wait_s: float) -> tuple[int, int]:
+def register_with_retry(client: RegistryRest, topic: Topic, wait_s: float) -> tuple[int, int]:
     """(schema id, retries) of a topic's value schema. Retried for up to wait_s: connection errors
     and 5xx (the registry away or restarting), and Apicurio's 409 "already exists": seen once for a
     subject registered long before, right after a restart (kafkasql storage) while the stack's
@@ -108,8 +118,8 @@ def register_with_retry(client: SchemaRegistryClient, topic: Topic, wait_s: floa
     delay, waits = 1.0, 0
     while True:
         try:
-            return client.register_schema(topic.subject, Schema(topic.schema_text(), "AVRO")), waits
-        except SchemaRegistryError as exc:
+            return client.register_schema(topic.subject, topic.schema_text()), waits
+        except RegistryError as exc:
             status = exc.http_status_code
             conflict = status == 409 and "already exists" in str(exc)
             if status is not None and 0 < status < 500 and not conflict:
@@ -152,7 +162,7 @@ class AvroProducer:
         if self._spool is not None:
             # a record moves to disk once Kafka has been away this long (librdkafka's default is 5 min)
             conf.setdefault("message.timeout.ms", SPOOL_AFTER_MS)
-        client = registry_client(settings)
+        client = registry_rest(settings)
         base = {
             **kafka_client_config(settings),
             "enable.idempotence": True,
@@ -490,5 +500,7 @@ class _Deliveries:
 
 def deserializers(settings: Settings) -> dict[str, AvroDeserializer]:
     """Topic name -> deserializer that reads the writer schema by id from the registry."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
     client = registry_client(settings)
     return {t.name: AvroDeserializer(client) for t in settings.topics.values()}
