@@ -492,7 +492,7 @@ def report(rows: list[dict], modes: list[str]) -> None:
         for m in modes:
             mb = size[m][0]
             cpu = statistics.median(r[stage] for r in rows if r["mode"] == m)
-            if cpu <= 0:  # e.g. the collector process of a run whose collector was a thread
+            if cpu < 0.005:  # e.g. the collector process of a run whose collector was a thread
                 continue
             print(f"  {m:<14} {cpu:6.2f} CPU-s = {mb / cpu:6.2f} MB per CPU-s, {2 * mb / cpu:6.2f} MB/s on 2 cores")
 
