@@ -49,18 +49,15 @@ class RegistryRest:
             self.headers["Authorization"] = f"Basic {token}"
         ca = conf.get("ssl.ca.location")
         self.context = ssl.create_default_context(cafile=ca) if ca else None
-        self._ids: dict[tuple[str, str], int] = {}
 
     def register_schema(self, subject: str, schema_text: str) -> int:
-        """The id of an Avro schema under `subject`, registering it if the subject lacks it."""
-        key = (subject, schema_text)
-        if key not in self._ids:
-            body = {"schema": schema_text, "schemaType": "AVRO", "references": []}
-            answer = self._send("POST", f"subjects/{_quote(subject)}/versions?normalize=False", body)
-            if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
-                raise RegistryError(-1, f"schema registry: no schema id in the answer {answer!r:.200}")
-            self._ids[key] = answer["id"]
-        return self._ids[key]
+        """The id of an Avro schema under `subject`, registering it if the subject lacks it. Not
+        cached here: AvroProducer keeps one frame per topic, so each subject is asked once."""
+        body = {"schema": schema_text, "schemaType": "AVRO", "references": []}
+        answer = self._send("POST", f"subjects/{_quote(subject)}/versions?normalize=False", body)
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
+            raise RegistryError(-1, f"schema registry: no schema id in the answer {answer!r:.200}")
+        return answer["id"]
 
     def set_compatibility(self, subject: str, level: str) -> None:
         self._send("PUT", f"config/{_quote(subject)}", {"compatibility": level.upper()})
