@@ -114,6 +114,7 @@ def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[fl
 # what --baseline switches off (Superset's defaults): README, Dashboards, "Speed"
 BASELINE = {
     "FLEETPERF__SUPERSET__SQLITE_WAL": "false",
+    "FLEETPERF__SUPERSET__METADATA_POOL": "false",
     "FLEETPERF__SUPERSET__EVENT_LOG_BATCH_SECONDS": "0",
     "FLEETPERF__SUPERSET__COMPILED_AGGREGATES": "false",
 }
@@ -150,8 +151,12 @@ def measure(
         stack.start(only=("warehouse",), echo=lambda line: print(line, flush=True))
         driver = _driver(state)
         driver.set_script_timeout(60)
+        # the warehouse's CPU while the dashboards open (its gunicorn master and worker): less
+        # noisy than the wall times on a shared machine, and what a second user would compete for
+        warehouse = next(pid for name, pid, _where, _log in stack.status() if name == "warehouse")
         try:
             _login(driver, settings)
+            cpu_before = _tree_cpu(warehouse)
             slices = {sid: name for sid, name in driver.execute_async_script(_SLICES)}
             key_of = {c.title: c.key for c in CHARTS.values()}
             for board in DASHBOARDS:
@@ -173,12 +178,28 @@ def measure(
                 out[board.slug] = result
                 print(f"{board.title:<18} {len(keys):>2} charts  cold {result['cold']:6.2f}s  "
                       f"warm {result['warm']:6.2f}s", flush=True)  # fmt: skip
+            out["_cpu"] = _tree_cpu(warehouse) - cpu_before
         finally:
             driver.quit()
     finally:
         stack.stop(echo=lambda line: None)
     out["_server"] = _server_times(access_log)
     return out
+
+
+def _tree_cpu(pid: int | None) -> float:
+    """utime + stime (/proc/PID/stat fields 14 and 15) of a process and its children, in seconds."""
+    if pid is None:
+        return 0.0
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(stat.parent.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _server_times(access_log: Path) -> dict[str, list[float]]:
@@ -316,6 +337,8 @@ def _report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> Non
             xs = results[d].get("_server", {}).get(kind, [])
             cells.append(f"{len(xs)} / {statistics.median(xs):.3f} / {sum(xs):.1f}" if xs else "-")
         print(f"| {kind} | {' | '.join(cells)} |")
+    cpu = " | ".join(f"{results[d]['_cpu']:.1f}" if "_cpu" in results[d] else "-" for d in runs)
+    print(f"| warehouse CPU s (every open) | {cpu} |")
     for d in runs:
         worst = max(
             ((b.title, k, results[d][b.slug][k]) for b in DASHBOARDS for row in b.rows for k in row),
@@ -341,11 +364,23 @@ def main() -> int:
         help="also measure with the speed settings switched off (Superset's defaults), before, on the same data",
     )
     parser.add_argument(
+        "--off",
+        nargs="+",
+        default=[],
+        metavar="SETTING",
+        help="also measure with only these speed settings switched off (of: "
+        + ", ".join(k.split("__")[-1].lower() for k in BASELINE)
+        + "), before, on the same data",
+    )
+    parser.add_argument(
         "--engine-only",
         action="store_true",
         help="time each chart's SQL on the embedded engine instead of opening the dashboards (no Superset)",
     )
     args = parser.parse_args()
+    unknown = set(args.off) - {k.split("__")[-1].lower() for k in BASELINE}
+    if unknown:
+        parser.error(f"--off: no speed setting {', '.join(sorted(unknown))}")
 
     results: dict[str, dict[str, Any]] = {}
     engine: dict[int, dict[str, Any]] = {}
@@ -367,6 +402,10 @@ def main() -> int:
         else:
             if args.baseline:
                 results[f"{days} d base"] = measure(state, args.opens, args.timeout, args.cache_seconds, BASELINE)
+            if args.off:
+                off = {k: v for k, v in BASELINE.items() if k.split("__")[-1].lower() in args.off}
+                label = f"{days} d -" + ",".join(args.off)
+                results[label] = measure(state, args.opens, args.timeout, args.cache_seconds, off)
             results[f"{days} d"] = measure(state, args.opens, args.timeout, args.cache_seconds)
     if engine:
         _report_engine(engine)

@@ -336,6 +336,42 @@ def test_superset_uri_goes_through_the_read_only_dialect(warehouse: config.Setti
     assert victim.read_text() == "secret-content\n"
 
 
+def test_superset_connections_reuse_restricted_clients_that_stay_restricted(
+    warehouse: config.Settings, victim: Path
+) -> None:
+    """Superset opens and closes a connection per chart query (NullPool): the restricted client
+    goes back to a bounded idle list and the next connection gets it, still read-only."""
+    engine = sqlalchemy.create_engine(clickhouse.sqlalchemy_uri(warehouse), poolclass=sqlalchemy.pool.NullPool)
+    clients = []
+    for _ in range(3):
+        raw = engine.raw_connection()
+        try:
+            clients.append(raw.driver_connection.client)
+            with pytest.raises(clickhouse.ReadOnlyError):
+                raw.cursor().execute(REFUSED["INSERT INTO FUNCTION file"].format(victim=victim))
+            with pytest.raises(Exception, match="READONLY|readonly"):
+                raw.cursor().execute("SELECT 1 SETTINGS readonly = 0")
+            cur = raw.cursor()
+            cur.execute("SELECT count() > 0 FROM schema_migrations")
+            assert cur.fetchall() == [(1,)]
+        finally:
+            raw.close()
+    assert clients[0] is clients[1] is clients[2]  # one client, handed on
+    # two at once are two clients; a bounded number waits for the next connection
+    first, second = engine.raw_connection(), engine.raw_connection()
+    assert first.driver_connection.client is not second.driver_connection.client
+    pool = clickhouse._IDLE_CLIENTS
+    keep, pool.keep = pool.keep, 1
+    try:
+        first.close()
+        second.close()
+        assert sum(len(idle) for idle in pool._idle.values()) <= 1 * len(pool._idle)
+    finally:
+        pool.keep = keep
+    engine.dispose()
+    assert victim.read_text() == "secret-content\n"
+
+
 def test_superset_connection_mutator_reroutes_any_embedded_uri(warehouse: config.Settings) -> None:
     for text in (
         f"clickhousedb://?interface=chdb&path={warehouse.chdb_path}",

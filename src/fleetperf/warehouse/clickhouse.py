@@ -306,13 +306,50 @@ def sqlalchemy_uri(settings: Settings) -> str:
 
 
 # --- Superset's restricted dialect ------------------------------------------------------------
-def _dbapi_connection(ch: Client) -> Any:  # noqa: ANN401 - clickhouse_connect's DB-API Connection
+def _dbapi_connection(ch: Client, release: Any = None) -> Any:  # noqa: ANN401 - clickhouse_connect's DB-API Connection
+    """release(client): called by close() instead of closing the client (a pool's return)."""
     from clickhouse_connect.dbapi.connection import Connection
 
     conn = Connection.__new__(Connection)  # its __init__ would open an unrestricted client
     conn.client = ch
     conn.timezone = ch.server_tz
+    if release is not None:
+        conn.close = lambda: release(ch)
     return conn
+
+
+class _IdleClients:
+    """Restricted chDB clients kept for the next connection. Superset opens a connection for every
+    chart query and closes it (NullPool, an engine per query), and a chDB client's start reads the
+    server's settings: 10 % of a chart-data request's samples (py-spy, bench/dashboards.py). A
+    client is one session that can only read (readonly=1: no SET, no temporary table), so the next
+    connection gets it as the first one left it. At most `keep` wait per path, database and limits."""
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self._idle: dict[tuple[Any, ...], list[Client]] = {}
+        self._lock = threading.Lock()
+
+    def connection(self, path: str, database: str | None, limits: dict[str, Any]) -> Any:  # noqa: ANN401
+        key = (path, database, tuple(sorted((k, str(v)) for k, v in limits.items())))
+        with self._lock:
+            idle = self._idle.get(key)
+            ch = idle.pop() if idle else None
+        if ch is None:
+            ch = restricted_chdb(path, database, limits)
+
+        def release(client: Client) -> None:
+            with self._lock:
+                idle = self._idle.setdefault(key, [])
+                if len(idle) < self.keep:
+                    idle.append(client)
+                    return
+            client.close()
+
+        return _dbapi_connection(ch, release)
+
+
+_IDLE_CLIENTS = _IdleClients()
 
 
 def _dialect_class() -> type:
@@ -336,7 +373,7 @@ def _dialect_class() -> type:
 
         def connect(self, *cargs: Any, **cparams: Any) -> Any:  # noqa: ANN401
             limits = {"max_query_size": MAX_STATEMENT_BYTES, **cparams["limits"]}
-            return _dbapi_connection(restricted_chdb(cparams["path"], cparams["database"], limits))
+            return _IDLE_CLIENTS.connection(cparams["path"], cparams["database"], limits)
 
     return ReadOnlyDialect
 
