@@ -164,3 +164,106 @@ def test_pivot_with_compiled_aggregates_equals_superset_s_own(tmp_path: Path, mo
     installed = pivot._get_aggregate_funcs  # noqa: SLF001
     assert module._compiled_aggregates()  # noqa: SLF001
     assert pivot._get_aggregate_funcs is installed  # noqa: SLF001
+
+
+def test_metadata_db_connections_are_pooled_unless_switched_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import create_engine, event, text
+    from sqlalchemy.engine import Engine
+
+    module = _load_config(tmp_path, monkeypatch)
+    event.remove(Engine, "connect", module._sqlite_pragmas)  # noqa: SLF001
+    opened: list[object] = []
+    engine = create_engine(f"sqlite:///{tmp_path / 'meta.db'}", **module.SQLALCHEMY_ENGINE_OPTIONS)
+    event.listen(engine, "connect", lambda conn, _record: opened.append(conn))
+    try:
+        for _ in range(3):  # one request after the other: one connection, kept open
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        # requests in threads at once get connections of their own (each used by one thread)
+        results: list[int] = []
+
+        def request() -> None:
+            with engine.connect() as conn:
+                results.append(conn.execute(text("SELECT 2")).scalar())
+
+        workers = [threading.Thread(target=request) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert results == [2, 2, 2, 2] and 1 <= len(opened) <= 4
+    finally:
+        engine.dispose()
+    assert len(opened) >= 1 and opened.count(opened[0]) == 1
+    off = _load_config(tmp_path, monkeypatch, metadata_pool="false")
+    event.remove(Engine, "connect", off._sqlite_pragmas)  # noqa: SLF001
+    assert not hasattr(off, "SQLALCHEMY_ENGINE_OPTIONS")  # Superset's default (NullPool for SQLite files)
+
+
+def test_permission_answers_are_kept_and_forgotten_when_security_tables_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from sqlalchemy import Column, Integer, String, create_engine, event
+    from sqlalchemy.engine import Engine
+    from sqlalchemy.orm import Session, declarative_base
+
+    module = _load_config(tmp_path, monkeypatch)
+    event.remove(Engine, "connect", module._sqlite_pragmas)  # noqa: SLF001
+    asked: list[tuple[Any, ...]] = []
+
+    class SecurityManager:  # the two Flask-AppBuilder checks, counting the questions
+        def exist_permission_on_roles(self, view: str, permission: str, role_ids: list[int]) -> bool:
+            asked.append(("roles", view, permission, tuple(role_ids)))
+            return view == "Dashboard" and 1 in role_ids
+
+        def is_item_public(self, permission: str, view: str) -> bool:
+            asked.append(("public", permission, view))
+            return False
+
+    sm = SecurityManager()
+    undo = module._cached_permission_checks(sm, 0.5)  # noqa: SLF001
+    base = declarative_base()
+
+    class Role(base):  # type: ignore[misc, valid-type]
+        __tablename__ = "ab_role"
+        id = Column(Integer, primary_key=True)
+        name = Column(String)
+
+    class Log(base):  # type: ignore[misc, valid-type]
+        __tablename__ = "logs"
+        id = Column(Integer, primary_key=True)
+
+    engine = create_engine("sqlite://")
+    base.metadata.create_all(engine)
+    try:
+        for _ in range(2):
+            assert sm.exist_permission_on_roles("Dashboard", "can_read", [2, 1]) is True
+            assert sm.exist_permission_on_roles("Dashboard", "can_read", [1, 2]) is True  # same roles
+            assert sm.exist_permission_on_roles("Chart", "can_read", [1]) is False
+            assert sm.exist_permission_on_roles("Dashboard", "can_read", [3]) is False
+            assert sm.is_item_public("can_read", "Dashboard") is False
+        assert len(asked) == 4
+        with Session(engine) as session:  # another table: the answers stay
+            session.add(Log())
+            session.commit()
+        sm.exist_permission_on_roles("Dashboard", "can_read", [1, 2])
+        assert len(asked) == 4
+        with Session(engine) as session:  # a role changes: every answer is asked again
+            session.add(Role(name="Gamma"))
+            session.commit()
+        assert sm.exist_permission_on_roles("Dashboard", "can_read", [1, 2]) is True
+        assert sm.is_item_public("can_read", "Dashboard") is False
+        assert len(asked) == 6
+        time.sleep(0.6)  # and when they are older than the configured time
+        sm.is_item_public("can_read", "Dashboard")
+        assert len(asked) == 7
+    finally:
+        undo()
+        engine.dispose()
+    sm.is_item_public("can_read", "Dashboard")  # undone: the manager's own check, every time
+    sm.is_item_public("can_read", "Dashboard")
+    assert len(asked) == 9

@@ -119,8 +119,9 @@ if _sup.get("metadata_pool", True):
 
 def _batched_event_logger(seconds: float):  # noqa: ANN202 - a superset.utils.log.AbstractEventLogger
     """Superset's action log (the `logs` table: who opened which dashboard and chart, the welcome
-    page's recent activity) written by a background thread every `seconds` in one transaction,
-    instead of a commit inside every request. Bounded: at most 10,000 entries wait; more are
+    page's recent activity) written by a background thread every `seconds`, one app context and
+    one pooled connection for all that waited (Superset's DBEventLogger.log, which commits each
+    entry: cheap in WAL mode), instead of a commit inside every request. Bounded: at most 10,000 entries wait; more are
     dropped with a warning (an action log entry, never data)."""
     import atexit
     import logging
@@ -256,7 +257,82 @@ def _compiled_aggregates() -> bool:
     return True
 
 
+_SECURITY_TABLES = "ab_"  # Flask-AppBuilder's users, roles, permissions and their links
+
+
+def _cached_permission_checks(sm: _Any, seconds: float) -> _Any:  # noqa: ANN401 - Superset's security manager
+    """Every API call asks the metadata DB whether the user's roles, and the Public role, hold
+    the permission it needs (Flask-AppBuilder's exist_permission_on_roles and is_item_public: a
+    query each, several per dashboard open): 11 % of the warehouse process's py-spy samples over
+    bench/dashboards.py. Their answers are kept for `seconds`. A change of users, roles or
+    permissions made through this Superset (its UI, API, `superset` commands in this process)
+    empties the cache when it is flushed and again when it commits; one made elsewhere (another
+    process, SQL on the metadata DB) applies after at most `seconds`. Returns what undoes this."""
+    import threading
+    import time
+    from itertools import chain
+
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    answers: dict[tuple[_Any, ...], tuple[float, bool]] = {}
+    lock = threading.Lock()
+    exist_permission_on_roles, is_item_public = sm.exist_permission_on_roles, sm.is_item_public
+
+    def remembered(key: tuple[_Any, ...], ask: _Any) -> bool:  # noqa: ANN401
+        now = time.monotonic()
+        with lock:
+            kept = answers.get(key)
+        if kept is not None and now - kept[0] < seconds:
+            return kept[1]
+        answer = bool(ask())
+        with lock:
+            if len(answers) >= 10_000:  # bounded whatever the callers ask
+                answers.clear()
+            answers[key] = (now, answer)
+        return answer
+
+    def exist_on_roles(view_name: str, permission_name: str, role_ids: list[int]) -> bool:
+        key = ("roles", view_name, permission_name, tuple(sorted(role_ids)))
+        return remembered(key, lambda: exist_permission_on_roles(view_name, permission_name, role_ids))
+
+    def item_public(permission_name: str, view_name: str) -> bool:
+        return remembered(("public", permission_name, view_name), lambda: is_item_public(permission_name, view_name))
+
+    def forget_on_security_change(session: _Any, *_: _Any) -> None:  # noqa: ANN401
+        changed = chain(session.new, session.dirty, session.deleted)
+        if any(str(getattr(obj, "__tablename__", "")).startswith(_SECURITY_TABLES) for obj in changed):
+            session.info["fleetperf_security_changed"] = True
+            with lock:
+                answers.clear()
+
+    def forget_on_commit(session: _Any) -> None:  # noqa: ANN401 - answers cached between flush and commit
+        if session.info.pop("fleetperf_security_changed", False):
+            with lock:
+                answers.clear()
+
+    listeners = [
+        ("after_flush", forget_on_security_change),
+        ("after_commit", forget_on_commit),
+        ("after_rollback", forget_on_commit),
+    ]
+    for name, listener in listeners:
+        event.listen(Session, name, listener)
+    sm.exist_permission_on_roles = exist_on_roles
+    sm.is_item_public = item_public
+
+    def undo() -> None:
+        """The security manager's own checks again (tests)."""
+        for name, listener in listeners:
+            event.remove(Session, name, listener)
+        sm.exist_permission_on_roles, sm.is_item_public = exist_permission_on_roles, is_item_public
+
+    return undo
+
+
 def FLASK_APP_MUTATOR(_app: object) -> None:  # noqa: N802 - Superset's config name
     # after Superset's modules are loaded (importing them while this file is read would be circular)
     if _sup.get("compiled_aggregates", True):
         _compiled_aggregates()
+    if float(_sup.get("permission_cache_seconds", 10)) > 0:
+        _cached_permission_checks(_app.appbuilder.sm, float(_sup["permission_cache_seconds"]))  # type: ignore[attr-defined]
