@@ -11,13 +11,18 @@ generated warehouses (DIR/<hosts>x<days>x<interval>) and reuses them in later ru
 of the code under test are applied when the warehouse starts).
 
     ./fleetperf install && .venv/bin/python bench/dashboards.py [--hosts 1000] [--days 30 365]
-        [--interval 300] [--opens 3] [--keep /tmp/fleetperf-bench-dash] [--baseline] [--engine-only]
+        [--interval 300] [--opens 3] [--keep /tmp/fleetperf-bench-dash] [--baseline] [--off SETTING ...]
+        [--engine-only]
 
 --baseline first measures the same data with the speed settings switched off (BASELINE below:
 Superset's SQLite metadata DB in its default rollback journal, its action log committed inside each
 request), then with them on, side by side. Every run also sums each request's server time from the
 warehouse's gunicorn access log (FLEETPERF_WAREHOUSE_ACCESS_LOG) per kind: chart data, other API,
-pages, static files. Cold = the first open after the start: no warm-up of any cache is done.
+pages, static files, and prints the CPU seconds the warehouse (gunicorn master and worker) and the
+browser (chromedriver, Chromium and its helpers) used while the dashboards opened: the machine's
+cores are shared by both, and CPU is less noisy than wall time on a shared machine. --off SETTING
+... measures with only those speed settings off, before, side by side (e.g. --off metadata_pool).
+Cold = the first open after the start: no warm-up of any cache is done.
 Superset's DASHBOARD_VIRTUALIZATION (on by default) draws only charts in the viewport; the window
 (1600x2000) holds every chart of every dashboard and the bench waits for every chart to be drawn.
 
