@@ -119,10 +119,10 @@ if _sup.get("metadata_pool", True):
 
 def _batched_event_logger(seconds: float):  # noqa: ANN202 - a superset.utils.log.AbstractEventLogger
     """Superset's action log (the `logs` table: who opened which dashboard and chart, the welcome
-    page's recent activity) written by a background thread every `seconds`, one app context and
-    one pooled connection for all that waited (Superset's DBEventLogger.log, which commits each
-    entry: cheap in WAL mode), instead of a commit inside every request. Bounded: at most 10,000 entries wait; more are
-    dropped with a warning (an action log entry, never data)."""
+    page's recent activity) written by a background thread every `seconds`, in one app context
+    for all that waited (Superset's DBEventLogger.log, which commits each entry: cheap in WAL
+    mode, on a pooled connection), instead of a commit inside every request. Bounded: at most
+    10,000 entries wait; more are dropped with a warning (an action log entry, never data)."""
     import atexit
     import logging
     import queue
@@ -277,20 +277,28 @@ def _cached_permission_checks(sm: _Any, seconds: float) -> _Any:  # noqa: ANN401
 
     answers: dict[tuple[_Any, ...], tuple[float, bool]] = {}
     lock = threading.Lock()
+    # bumped by every forgetting: an answer asked before a change and stored after it is dropped
+    generation = [0]
     exist_permission_on_roles, is_item_public = sm.exist_permission_on_roles, sm.is_item_public
 
     def remembered(key: tuple[_Any, ...], ask: _Any) -> bool:  # noqa: ANN401
         now = time.monotonic()
         with lock:
-            kept = answers.get(key)
+            kept, asked_in = answers.get(key), generation[0]
         if kept is not None and now - kept[0] < seconds:
             return kept[1]
         answer = bool(ask())
         with lock:
-            if len(answers) >= 10_000:  # bounded whatever the callers ask
-                answers.clear()
-            answers[key] = (now, answer)
+            if generation[0] == asked_in:
+                if len(answers) >= 10_000:  # bounded whatever the callers ask
+                    answers.clear()
+                answers[key] = (now, answer)
         return answer
+
+    def forget() -> None:
+        with lock:
+            answers.clear()
+            generation[0] += 1
 
     def exist_on_roles(view_name: str, permission_name: str, role_ids: list[int]) -> bool:
         key = ("roles", view_name, permission_name, tuple(sorted(role_ids)))
@@ -303,13 +311,11 @@ def _cached_permission_checks(sm: _Any, seconds: float) -> _Any:  # noqa: ANN401
         changed = chain(session.new, session.dirty, session.deleted)
         if any(str(getattr(obj, "__tablename__", "")).startswith(_SECURITY_TABLES) for obj in changed):
             session.info["fleetperf_security_changed"] = True
-            with lock:
-                answers.clear()
+            forget()
 
     def forget_on_commit(session: _Any) -> None:  # noqa: ANN401 - answers cached between flush and commit
         if session.info.pop("fleetperf_security_changed", False):
-            with lock:
-                answers.clear()
+            forget()
 
     listeners = [
         ("after_flush", forget_on_security_change),
