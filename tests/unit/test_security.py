@@ -357,6 +357,21 @@ def test_superset_connections_reuse_restricted_clients_that_stay_restricted(
         finally:
             raw.close()
     assert clients[0] is clients[1] is clients[2]  # one client, handed on
+    # a query stopped by the read limits (max_execution_time 3 s here) leaves the client usable
+    raw = engine.raw_connection()
+    try:
+        with pytest.raises(Exception, match="TIMEOUT|[Tt]imeout"):
+            raw.cursor().execute("SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) = 0")
+    finally:
+        raw.close()
+    raw = engine.raw_connection()
+    try:
+        assert raw.driver_connection.client is clients[0]
+        cur = raw.cursor()
+        cur.execute("SELECT 42")
+        assert cur.fetchall() == [(42,)]
+    finally:
+        raw.close()
     # two at once are two clients; a bounded number waits for the next connection
     first, second = engine.raw_connection(), engine.raw_connection()
     assert first.driver_connection.client is not second.driver_connection.client
