@@ -124,6 +124,8 @@ BASELINE = {
     "FLEETPERF__SUPERSET__EVENT_LOG_BATCH_SECONDS": "0",
     "FLEETPERF__SUPERSET__COMPILED_AGGREGATES": "false",
 }
+# --off names them as the [superset] keys: metadata_pool -> FLEETPERF__SUPERSET__METADATA_POOL
+SPEED_SETTINGS = {key.split("__")[-1].lower(): key for key in BASELINE}
 
 
 def measure(
@@ -381,7 +383,7 @@ def main() -> int:
         default=[],
         metavar="SETTING",
         help="also measure with only these speed settings switched off (of: "
-        + ", ".join(k.split("__")[-1].lower() for k in BASELINE)
+        + ", ".join(SPEED_SETTINGS)
         + "), before, on the same data",
     )
     parser.add_argument(
@@ -390,7 +392,7 @@ def main() -> int:
         help="time each chart's SQL on the embedded engine instead of opening the dashboards (no Superset)",
     )
     args = parser.parse_args()
-    unknown = set(args.off) - {k.split("__")[-1].lower() for k in BASELINE}
+    unknown = set(args.off) - set(SPEED_SETTINGS)
     if unknown:
         parser.error(f"--off: no speed setting {', '.join(sorted(unknown))}")
 
@@ -415,7 +417,7 @@ def main() -> int:
             if args.baseline:
                 results[f"{days} d base"] = measure(state, args.opens, args.timeout, args.cache_seconds, BASELINE)
             if args.off:
-                off = {k: v for k, v in BASELINE.items() if k.split("__")[-1].lower() in args.off}
+                off = {SPEED_SETTINGS[name]: BASELINE[SPEED_SETTINGS[name]] for name in args.off}
                 label = f"{days} d -" + ",".join(args.off)
                 results[label] = measure(state, args.opens, args.timeout, args.cache_seconds, off)
             results[f"{days} d"] = measure(state, args.opens, args.timeout, args.cache_seconds)

@@ -340,5 +340,6 @@ def FLASK_APP_MUTATOR(_app: object) -> None:  # noqa: N802 - Superset's config n
     # after Superset's modules are loaded (importing them while this file is read would be circular)
     if _sup.get("compiled_aggregates", True):
         _compiled_aggregates()
-    if float(_sup.get("permission_cache_seconds", 10)) > 0:
-        _cached_permission_checks(_app.appbuilder.sm, float(_sup["permission_cache_seconds"]))  # type: ignore[attr-defined]
+    permission_seconds = float(_sup.get("permission_cache_seconds", 10))
+    if permission_seconds > 0:
+        _cached_permission_checks(_app.appbuilder.sm, permission_seconds)  # type: ignore[attr-defined]
