@@ -512,3 +512,22 @@ def test_float_repr_and_json_strings_are_pythons() -> None:
 
 def math_isfinite(x: float) -> bool:
     return x == x and x not in (float("inf"), float("-inf"))
+
+
+def test_text_cells_lose_the_blanks_python_strips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TOP's Command as str.strip() leaves it: every ASCII blank Python counts (\\t \\v \\f \\r, the
+    separators \\x1c-\\x1f, space) at either end, inside kept, and a cell of blanks only, through
+    the scanner's ASCII path and (one non-ASCII cell) its decoding path."""
+    blanks = "\t\x0b\x0c\r\x1c\x1d\x1e\x1f "
+    commands = [f"{blanks}java{blanks}", f"a{blanks}b", blanks, "\x1fksh", "sh\x1c", f"{blanks}caf\u00e9\x1e", "x\x7f"]
+    head = QUIRKS.split("CPU_ALL,T0001")[0]
+    rows = "".join(f"TOP,{n},T0001,1.0,1.0,0.0,1,10,1,2,0,0.0,0,{c},System\n" for n, c in enumerate(commands, 1))
+    path = tmp_path / "blanks.nmon"
+    path.write_bytes((head + "ZZZZ,T0001,00:01:00,01-JAN-2024\n" + rows).encode())
+    want = [comparable(e) for e in reference_parse(path)]
+    assert [comparable(e) for e in native_parser.parse_file(path)] == want
+    (snapshot,) = [e for e in reference_parse(path) if e.topic_key == "nmon_snapshots"]
+    labels = [r["labels"]["Command"] for r in snapshot.record["rows"] if r["section"] == "TOP"]
+    assert labels == ["java", f"a{blanks}b", "", "ksh", "sh", "caf\u00e9", "x\x7f"]
+    if native_parser.lines_available():
+        assert_same_three_ways([path], monkeypatch)
