@@ -10,7 +10,7 @@ growing size in fresh processes, which must stay flat.
 start-up included): the Python parser, the native scanner's Avro decoded and encoded in Python
 (parse before the scanner wrote JSON lines), and the scanner's own JSON lines, through `./fleetperf`
 and straight through Python; per core = the child's CPU seconds (user + system), medians of
---runs, the child's peak RSS."""
+--runs, the child's peak RSS; on the AIX and the Linux corpus file grown to --copies (--kinds)."""
 
 from __future__ import annotations
 
@@ -46,16 +46,28 @@ PARSERS = {"python": parse_file, "native": native_parser.parse_file}
 CORPUS = ROOT.parent / "shared" / "corpus" / "nmon"
 
 
+# the corpus files --parse-cli grows: an AIX LPAR's (187 snapshots of ~130 rows) and a Linux
+# guest's (1,000 snapshots of ~18 rows, half of them TOP processes: more, shorter cells per MB)
+GROWN = {"aix": "aix71_aixlpar_nmon2influxdb.nmon", "linux": "linux_centos7_kvm_nmon16g_1000snap.nmon"}
+
+
 def grow_aix(copies: int, target: Path) -> Path:
     """The AIX corpus file with its 187 snapshots repeated `copies` times (tags and times advanced)."""
-    src = (CORPUS / "aix71_aixlpar_nmon2influxdb.nmon").read_text().splitlines()
+    return grow("aix", copies, target)
+
+
+def grow(kind: str, copies: int, target: Path) -> Path:
+    """A corpus file (GROWN) with its snapshots repeated `copies` times (tags and times advanced,
+    a snapshot every 300 s)."""
+    src = (CORPUS / GROWN[kind]).read_text().splitlines()
     header = [line for line in src if not line.split(",", 2)[1:2] or not _snap(line)]
     body = [line for line in src if _snap(line)]
+    snapshots = sum(1 for line in body if line.startswith("ZZZZ,"))
     first = datetime(2016, 2, 10, 17, 28, 10)
     with open(target, "w") as out:
         out.write("\n".join(header) + "\n")
         for c in range(copies):
-            shift = 187 * c
+            shift = snapshots * c
             for line in body:
                 parts = line.split(",")
                 pos = 2 if parts[0] == "TOP" else 1
@@ -206,7 +218,7 @@ def parse_cli_report(args: argparse.Namespace) -> int:
         print("native nmon scanner not built (or older than its JSON lines): python only")
         modes = [("python", "python -c")]
     with tempfile.TemporaryDirectory() as tmp:
-        grown = [grow_aix(c, Path(tmp) / f"aix_x{c}.nmon") for c in args.copies]
+        grown = [grow(k, c, Path(tmp) / f"{k}_x{c}.nmon") for k in args.kinds for c in args.copies]
         # the launcher rebuilds a stale scanner before anything else: once, outside the figures
         subprocess.run([str(ROOT / "fleetperf"), "parse", "nmon", str(grown[0])], capture_output=True, check=True)
         print(f"`parse nmon FILE > /dev/null`, per core = the child's CPU s (start-up included), median of {args.runs}")
@@ -229,6 +241,13 @@ def main() -> int:
     ap.add_argument("--parse-cli", action="store_true", help="measure `fleetperf parse nmon` to /dev/null only")
     ap.add_argument("--runs", type=int, default=5, help="--parse-cli: runs per figure (median)")
     ap.add_argument("--copies", type=int, nargs="+", default=[1, 10, 40], help="sizes of the grown AIX file")
+    ap.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=list(GROWN),
+        default=list(GROWN),
+        help="--parse-cli: the corpus files grown by --copies (the Linux one is ~same MB per copy)",
+    )
     ap.add_argument(
         "--kafka",
         action="store_true",
