@@ -123,6 +123,7 @@ BASELINE = {
     "FLEETPERF__SUPERSET__PERMISSION_CACHE_SECONDS": "0",
     "FLEETPERF__SUPERSET__EVENT_LOG_BATCH_SECONDS": "0",
     "FLEETPERF__SUPERSET__COMPILED_AGGREGATES": "false",
+    "FLEETPERF__SUPERSET__CHART_ANIMATION": "true",
 }
 # --off names them as the [superset] keys: metadata_pool -> FLEETPERF__SUPERSET__METADATA_POOL
 SPEED_SETTINGS = {key.split("__")[-1].lower(): key for key in BASELINE}

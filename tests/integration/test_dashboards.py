@@ -251,6 +251,13 @@ def test_every_dashboard_renders_every_chart_with_data(stack: Settings, tmp_path
             time.sleep(1.0)  # let the last animation settle before the screenshot
             driver.save_screenshot(str(artifacts / f"{board.slug}.png"))
             timings.append(f"{board.title}: {charts} charts, cold {cold:.1f}s, warm {warm:.1f}s")
+        # [superset] chart_animation = false reaches the page: the theme whose
+        # echartsOptionsOverrides Superset's ECharts charts merge into their options
+        theme = driver.execute_script(
+            "return JSON.parse(document.getElementById('app').dataset.bootstrap).common.theme.default"
+        )
+        assert theme["echartsOptionsOverrides"]["animation"] is False, theme.get("echartsOptionsOverrides")
+        assert theme["token"]["colorPrimary"], theme["token"]  # Superset's own tokens kept
     finally:
         driver.quit()
     (artifacts / "load-times.txt").write_text("\n".join(timings) + "\n")

@@ -283,3 +283,48 @@ def test_permission_answers_are_kept_and_forgotten_when_security_tables_change(
     sm.is_item_public("can_read", "Dashboard")  # undone: the manager's own check, every time
     sm.is_item_public("can_read", "Dashboard")
     assert len(asked) == 11
+
+
+def test_chart_animation_off_through_the_themes_unless_switched_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[superset] chart_animation = false: both of Superset's config themes carry
+    echartsOptionsOverrides.animation = false (what Superset >= 6.0 merges into every ECharts
+    chart's options), their tokens and other overrides kept; true leaves the themes as they are;
+    a theme turned off (None) stays off."""
+    from superset import config as superset_defaults
+    from superset.themes.utils import is_valid_theme
+
+    def app_config() -> dict[str, Any]:
+        dark = {**superset_defaults.THEME_DARK, "echartsOptionsOverrides": {"textStyle": {"fontSize": 11}}}
+        return {"THEME_DEFAULT": dict(superset_defaults.THEME_DEFAULT), "THEME_DARK": dark}
+
+    class App:
+        def __init__(self) -> None:
+            self.config = app_config()
+
+    # the mutator's other speed settings need a running Superset: off here
+    others = {"compiled_aggregates": "false", "permission_cache_seconds": "0"}
+    for setting, animated in (("false", False), ("true", True)):
+        module = _load_config(tmp_path, monkeypatch, chart_animation=setting, **others)
+        app = App()
+        module.FLASK_APP_MUTATOR(app)
+        if animated:
+            assert app.config == app_config()
+            continue
+        default, dark = app.config["THEME_DEFAULT"], app.config["THEME_DARK"]
+        assert default["echartsOptionsOverrides"] == {"animation": False}
+        assert dark["echartsOptionsOverrides"] == {"textStyle": {"fontSize": 11}, "animation": False}
+        assert default["token"] == superset_defaults.THEME_DEFAULT["token"]
+        assert dark["token"] == superset_defaults.THEME_DARK["token"]
+        assert dark["algorithm"] == "dark"
+        # Superset's own check of a theme, which clears one it finds invalid before a page gets it
+        assert is_valid_theme(default) and is_valid_theme(dark)
+        # Superset's own defaults are not changed in place
+        assert "echartsOptionsOverrides" not in superset_defaults.THEME_DEFAULT
+    module = _load_config(tmp_path, monkeypatch, **others)
+    app = App()
+    app.config["THEME_DARK"] = None  # Superset's way to turn dark mode off
+    module.FLASK_APP_MUTATOR(app)
+    assert app.config["THEME_DARK"] is None
+    assert app.config["THEME_DEFAULT"]["echartsOptionsOverrides"] == {"animation": False}  # off by default

@@ -336,7 +336,21 @@ def _cached_permission_checks(sm: _Any, seconds: float) -> _Any:  # noqa: ANN401
     return undo
 
 
+def _without_chart_animation(app_config: dict[str, _Any]) -> None:
+    """Every ECharts chart drawn once when its data arrives, without its entry animation: the
+    themes' `echartsOptionsOverrides` (Superset >= 6.0 merges them into every ECharts chart's
+    options) get animation off. A theme an admin makes the system default in Superset's UI
+    replaces these."""
+    for key in ("THEME_DEFAULT", "THEME_DARK"):
+        theme = app_config.get(key)
+        if theme:
+            overrides = {**theme.get("echartsOptionsOverrides", {}), "animation": False}
+            app_config[key] = {**theme, "echartsOptionsOverrides": overrides}
+
+
 def FLASK_APP_MUTATOR(_app: object) -> None:  # noqa: N802 - Superset's config name
+    if not _sup.get("chart_animation", False):
+        _without_chart_animation(_app.config)  # type: ignore[attr-defined]
     # after Superset's modules are loaded (importing them while this file is read would be circular)
     if _sup.get("compiled_aggregates", True):
         _compiled_aggregates()
