@@ -508,18 +508,41 @@ def test_local_broker_does_not_create_topics(monkeypatch: pytest.MonkeyPatch, tm
     assert not [p for p in props if p.startswith("auto.create.topics.enable=") and p.endswith("true")]
 
 
-def test_apt_installs_only_what_it_was_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_apt_installs_only_what_it_was_asked_and_waits_for_dpkgs_lock(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[list[str]] = []
-    monkeypatch.setattr(
-        install.subprocess, "run", lambda cmd, **k: ran.append(cmd) or subprocess.CompletedProcess(cmd, 0)
-    )
+    installed: set[str] = set()
+
+    def run(cmd: list[str], **_: Any) -> subprocess.CompletedProcess:
+        ran.append(cmd)
+        if cmd[0] == "dpkg-query":  # what dpkg-query -W -f=${Status} prints
+            status = "install ok installed" if cmd[-1] in installed else "unknown ok not-installed"
+            return subprocess.CompletedProcess(cmd, 0, status, "")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(install.subprocess, "run", run)
     monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/apt-get")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert install._apt("the sadc tests need sysstat", "sysstat") is None
-    assert ran == [
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "sysstat"],
+    wait = ["-o", f"DPkg::Lock::Timeout={install.APT_LOCK_WAIT_S}"]
+    assert ran[1:] == [
+        ["apt-get", *wait, "update", "-qq"],
+        ["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", "sysstat"],
     ]
+    # another run installed what this one waited for: nothing left to do; a part installed: the rest
+    installed.add("chromium")
+    ran.clear()
+    install._apt("the dashboard tests need Chromium", "chromium")
+    assert [c[0] for c in ran] == ["dpkg-query"]
+    ran.clear()
+    install._apt("the dashboard tests need Chromium", "chromium", "chromium-driver")
+    assert ran[-1] == ["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", "chromium-driver"]
+
+
+def test_dpkg_status_is_read_from_dpkg() -> None:
+    if not Path("/usr/bin/dpkg-query").exists():
+        pytest.skip("not a Debian machine: no dpkg-query")
+    assert install._deb_installed("dpkg")
+    assert not install._deb_installed("no-such-package-fleetperf")
 
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"

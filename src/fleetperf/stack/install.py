@@ -100,6 +100,8 @@ def install_all(settings: Settings) -> None:
     job_jar()
 
 
+# how long an install waits for another apt to release dpkg's lock
+APT_LOCK_WAIT_S = 600
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -131,11 +133,28 @@ def _apt(why: str, *packages: str) -> None:
 
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise RuntimeError(f"{why}: apt-get install {' '.join(packages)}")
+    import fcntl
+
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-    ):
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    # Two installs at once (two test runs on a fresh machine) failed on dpkg's lock ("Could not get
+    # lock /var/lib/dpkg/lock-frontend"): ours wait for each other on a lock file, and apt waits
+    # for any other apt (unattended upgrades) up to APT_LOCK_WAIT_S instead of failing at once.
+    wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]
+    with open("/tmp/fleetperf-apt.lock", "a") as lock:  # noqa: S108 - root only (checked above)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = [p for p in packages if not _deb_installed(p)]
+        for cmd in (
+            ["apt-get", *wait, "update", "-qq"],
+            ["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", *missing],
+        ):
+            if not missing:
+                break  # the other install put them there while this one waited
+            result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if result.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+
+
+def _deb_installed(package: str) -> bool:
+    """Installed according to dpkg (not only unpacked or half-configured)."""
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+    return result.returncode == 0 and result.stdout.strip() == "install ok installed"
