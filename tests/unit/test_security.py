@@ -508,7 +508,10 @@ def test_local_broker_does_not_create_topics(monkeypatch: pytest.MonkeyPatch, tm
     assert not [p for p in props if p.startswith("auto.create.topics.enable=") and p.endswith("true")]
 
 
-def test_apt_installs_only_what_it_was_asked_and_waits_for_dpkgs_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_apt_installs_only_what_it_was_asked_and_waits_for_dpkgs_lock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(install, "APT_LOCK_FILE", str(tmp_path / "install.lock"))  # root-only in real use
     ran: list[list[str]] = []
     installed: set[str] = set()
 

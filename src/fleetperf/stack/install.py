@@ -102,6 +102,8 @@ def install_all(settings: Settings) -> None:
 
 # how long an install waits for another apt to release dpkg's lock
 APT_LOCK_WAIT_S = 600
+# fleetperf's own installs take turns on this (root-only directory, present wherever apt-get is)
+APT_LOCK_FILE = "/var/cache/apt/fleetperf-install.lock"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -140,7 +142,10 @@ def _apt(why: str, *packages: str) -> None:
     # lock /var/lib/dpkg/lock-frontend"): ours wait for each other on a lock file, and apt waits
     # for any other apt (unattended upgrades) up to APT_LOCK_WAIT_S instead of failing at once.
     wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]
-    with open("/tmp/fleetperf-apt.lock", "a") as lock:  # noqa: S108 - root only (checked above)
+    # the lock file in apt's own root-only directory: one in /tmp could be held (or pointed
+    # elsewhere) by any local user
+    fd = os.open(APT_LOCK_FILE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         missing = [p for p in packages if not _deb_installed(p)]
         for cmd in (
