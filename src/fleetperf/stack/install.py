@@ -130,13 +130,12 @@ def sysstat() -> tuple[Path, Path]:
 def _apt(why: str, *packages: str) -> None:
     """Installed with apt when missing (as root, the machines this project targets); elsewhere a
     clear message."""
+    import fcntl
     import os
     import shutil
 
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise RuntimeError(f"{why}: apt-get install {' '.join(packages)}")
-    import fcntl
-
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # Two installs at once (two test runs on a fresh machine) failed on dpkg's lock ("Could not get
     # lock /var/lib/dpkg/lock-frontend"): ours wait for each other on a lock file, and apt waits
@@ -148,12 +147,12 @@ def _apt(why: str, *packages: str) -> None:
     with os.fdopen(fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         missing = [p for p in packages if not _deb_installed(p)]
+        if not missing:
+            return  # another install put them there while this one waited
         for cmd in (
             ["apt-get", *wait, "update", "-qq"],
             ["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", *missing],
         ):
-            if not missing:
-                break  # the other install put them there while this one waited
             result = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if result.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
