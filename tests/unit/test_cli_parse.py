@@ -86,3 +86,85 @@ def test_parse_piped_into_head_stops_quietly(tmp_path: Path) -> None:
     assert json.loads(first)["topic"].startswith("fleetperf.")
     assert "cannot read" not in err, err
     assert "1 files unreadable" not in err, err  # the summary, if printed, counts no unreadable file
+
+
+def _grown(tmp_path: Path, copies: int) -> bytes:
+    """A simulated day's snapshots repeated `copies` times, tags renumbered (megabytes: several of
+    the scanner's 1 MiB chunks)."""
+    [day] = simulate(tmp_path / "day", 1, datetime(2026, 2, 1, 0, 0), timedelta(days=1), 60, 5)
+    lines = day.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("ZZZZ,"))
+    head, body = lines[:first], lines[first:]
+    per_copy = sum(1 for line in body if line.startswith("ZZZZ,"))
+    out = list(head)
+    for c in range(copies):
+        for line in body:
+            parts = line.split(",")
+            at = 2 if parts[0] == "TOP" else 1
+            if parts[at][:1] == "T" and parts[at][1:].isdigit():
+                n = int(parts[at][1:]) + c * per_copy
+                parts[at] = f"T{n:05d}"
+                if parts[0] == "ZZZZ":
+                    ts = datetime(2026, 2, 1) + timedelta(minutes=n)
+                    parts[2], parts[3] = ts.strftime("%H:%M:%S"), ts.strftime("%d-%b-%Y").upper()
+            out.append(",".join(parts))
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.skipif(not native_parser.lines_available(), reason="the native nmon scanner is not built (no cargo)")
+def test_parse_nmon_written_to_stdouts_fd_keeps_the_order_of_every_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a stdout that has an fd the scanner writes its lines there itself (write_lines_to),
+    while dead letters and host configuration are written by Python: every line must come out in
+    the order it has through Python's buffers (capsys has no fd) and from the Python parser, with
+    damage inside some chunks and not others, a cut last line and two files in a row."""
+    import sys
+
+    lines = _grown(tmp_path, 28).split(b"\n")
+    for i in range(len(lines) // 8, 50, -397):  # damage in the first chunk only
+        lines.insert(i, b"CPU_ALL,T00003,abc,1.0" if i % 2 else b"\xff\xfe not nmon")
+    # and a dead letter as the last thing of the first chunk: the next chunk's lines go straight to
+    # the fd, so it must have left Python's buffers before
+    bad = b"\xff\xfe not nmon"
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    shift, chunk = len(bad) + 1, native_parser.CHUNK  # the line that straddles the chunk's end once `bad` is in:
+    j = next(j for j, line in enumerate(lines) if starts[j] + shift < chunk < starts[j] + shift + len(line) + 1)
+    lines.insert(j, bad)
+    damaged = tmp_path / "damaged.nmon"
+    damaged.write_bytes(b"\n".join(lines)[:-40])
+    assert damaged.stat().st_size > 3 * native_parser.CHUNK
+    good = tmp_path / "good.nmon"
+    good.write_bytes(_grown(tmp_path, 1))
+    files = [str(damaged), str(good)]
+
+    written = []  # the scanner's own writes: ("lines", b"", snapshots, ...) events
+    event = native_parser.NativeNmonParser._event
+
+    def spy(self: native_parser.NativeNmonParser, e: tuple) -> object:
+        if e[0] == "lines" and e[1] == b"" and e[2]:
+            written.append(e[2])
+        return event(self, e)
+
+    monkeypatch.setattr(native_parser.NativeNmonParser, "_event", spy)
+    with open(tmp_path / "out.jsonl", "w") as out:
+        monkeypatch.setattr(sys, "stdout", out)
+        assert main(["parse", "nmon", *files]) == 3  # dead letters
+        monkeypatch.undo()
+    direct = (tmp_path / "out.jsonl").read_text()
+    assert len(written) >= 3  # the clean chunks went straight to the fd
+    assert main(["parse", "nmon", *files]) == 3
+    buffered = capsys.readouterr().out
+    monkeypatch.setenv("FLEETPERF_NMON_PARSER", "python")
+    assert main(["parse", "nmon", *files]) == 3
+    python = capsys.readouterr().out
+
+    def comparable(text: str) -> list[str]:  # dead letters carry the time they were made
+        return [line.split(', "detected_at"')[0] for line in text.splitlines()]
+
+    topics = [json.loads(line)["topic"].split(".")[1] for line in direct.splitlines()]
+    assert topics.count("dead-letters") > 10 and topics.count("host-configs") == 2
+    assert topics.index("dead-letters") < len(topics) // 4  # among the snapshots, not after them
+    assert comparable(direct) == comparable(buffered) == comparable(python)

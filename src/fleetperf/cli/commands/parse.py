@@ -36,6 +36,7 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     failed = 0
     out = sys.stdout
     binary = getattr(out, "buffer", None)  # where a source's own JSON lines (bytes) go, after out.flush()
+    fd = _fileno(binary)  # where a source may write them itself (lines_to_fd)
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
@@ -58,9 +59,16 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
         try:
             # a source may write its messages' JSON lines itself (the native sadc path): Lines, a tuple
             read_lines = getattr(source, "read_lines", None)
-            items = (
-                read_lines(Path(candidate.path), args, names) if read_lines else source.read(Path(candidate.path), args)
-            )
+            # or writes them to our stdout itself: then nothing of ours may wait in a buffer
+            # while it does, so everything we write is flushed before the source goes on
+            direct = read_lines is not None and fd is not None and getattr(source, "lines_to_fd", False)
+            if direct:
+                out.flush()
+                items = read_lines(Path(candidate.path), args, names, out_fd=fd)
+            elif read_lines is not None:
+                items = read_lines(Path(candidate.path), args, names)
+            else:
+                items = source.read(Path(candidate.path), args)
             for emitted in items:
                 if isinstance(emitted, tuple):
                     if binary is not None:
@@ -69,6 +77,8 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     else:
                         out.write(emitted.text.decode("ascii"))
                     counts[emitted.topic_key] += emitted.count
+                    if direct:
+                        binary.flush()
                     continue
                 if emitted.topic_key == "dead_letters":
                     r = emitted.record
@@ -84,6 +94,8 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
                     out.write(_to_json(message) + "\n")
                 except ValueError:  # a non-finite number: never printed as a value
                     problems.append(f"{candidate.path}: a {emitted.topic_key} record held a non-finite number")
+                if direct:
+                    out.flush()
         except BrokenPipeError:  # our output was closed (`parse ... | head`), not the file: main() exits quietly
             raise
         except FILE_ERRORS as exc:
@@ -96,6 +108,14 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     if failed:
         return EXIT_FILE_FAILED
     return EXIT_DEAD_LETTERS if problems else EXIT_OK
+
+
+def _fileno(stream: object) -> int | None:
+    """The fd beneath a binary stdout, or None (a test's in-memory stream has none)."""
+    try:
+        return stream.fileno()  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the latter
+        return None
 
 
 # One encoder for every message: json.dumps with a non-default argument builds a new encoder per

@@ -178,9 +178,13 @@ class NativeNmonParser:
         max_snapshot: int = DEFAULT_MAX_SNAPSHOT,
         resume_from: int = 0,
         topics: dict[str, str] | None = None,
+        out_fd: int | None = None,
     ) -> None:
         """topics (topic key -> the name each message carries): write snapshot records as
-        `parse`'s JSON lines (Lines) rather than Avro (lines_available())."""
+        `parse`'s JSON lines (Lines) rather than Avro (lines_available()). out_fd (with topics):
+        the scanner writes those lines to this fd itself whenever no other record waits before
+        them (their Lines then carry b"" and the count); the caller flushes its own buffers for
+        that fd before each step of the iterators this parser returns."""
         if _native is None:
             raise RuntimeError("the native nmon scanner is not built (see sources/nmon/README.md)")
         # headers, times, host configuration
@@ -198,6 +202,8 @@ class NativeNmonParser:
             raise RuntimeError("the native nmon scanner is older than its JSON lines; rebuild it (./fleetperf)")
         lines = _lines_spec(topics) if topics is not None else None
         self.scanner = _native.Scanner(self, *_plans(), limits, lines)
+        if out_fd is not None:
+            self.scanner.write_lines_to(out_fd)
         self.resume_from = resume_from
         self.file_name = file_name
         self.errors = 0

@@ -175,6 +175,7 @@ fn tag_key(tag: &[u8]) -> TagKey {
 /// one of that length or shorter that reads back as its double (DBL_DIG is 15), so the shortest
 /// round-trip digits repr() prints are the text's own digits without leading and trailing zeros;
 /// only the layout is left to do. Most nmon cells take this path: no float formatting at all.
+#[inline]
 fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8], d: &Decimal) {
     if d.negative {
         out.push(b'-');
@@ -184,25 +185,34 @@ fn push_decimal_repr(out: &mut Vec<u8>, text: &[u8], d: &Decimal) {
         return;
     }
     let n = text.len();
-    // the usual cells are repr's text already, or an integer that lacks only ".0"
-    let ends_nonzero = d.point + 1 < n && text[n - 1] != b'0'; // a fraction whose last digit is not 0
+    // the usual cells are repr's text once a fraction's trailing zeros are off ("12.30" is
+    // "12.3"), or an integer that lacks only ".0" ("1234", "12.", "5.00"). (A trailing zero sent
+    // "1.20" down the general path below: ~65 instructions a value, 9 % of a Linux file's
+    // `parse nmon`, whose cells are mostly like it; callgrind.)
+    let mut end = n;
+    if d.point < n {
+        // stops at the '.' at the latest
+        while text[end - 1] == b'0' {
+            end -= 1;
+        }
+    }
+    let whole = end <= d.point + 1; // nothing but zeros after the point, or no point
     if d.point > d.start && text[d.start] != b'0' {
-        if ends_nonzero {
-            put(out, &text[d.start..]); // "12.3"
-            return;
-        }
-        if d.point == n {
-            put(out, &text[d.start..]); // "1234"
+        if whole {
+            put(out, &text[d.start..d.point]); // "1234", "5.00"
             put(out, b".0");
-            return;
+        } else {
+            put(out, &text[d.start..end]); // "12.3", "1.20"
         }
-    } else if ends_nonzero
+        return;
+    }
+    if !whole
         && d.point == d.start + 1
         && text[d.start + 1..(d.start + 6).min(n)]
             .iter()
             .any(|&b| b != b'0' && b != b'.')
     {
-        put(out, &text[d.start..]); // "0.05": "0" then a non-zero digit within four decimals
+        put(out, &text[d.start..end]); // "0.05", "0.50": "0" then a non-zero digit within four decimals
         return;
     }
     // a non-zero digit exists (d.zero is false): the first and the one after the last
@@ -387,6 +397,37 @@ fn bytes_of<'py>(py: Python<'py>, parts: &[&[u8]], len: usize) -> Bound<'py, PyB
     }
 }
 
+/// The cells of line[base..] between commas, as byte ranges, appended to `fields`. Eight bytes
+/// at a time: a word's commas found with exact zero-byte arithmetic on word ^ ",,,,,,,," (no
+/// carry crosses a byte), then one step per comma; the bytes after the last whole word one by one.
+/// (A byte loop's branch per byte, mispredicted at every comma, was the larger part of raw_line's
+/// ~12 % of a Linux file's `parse nmon`, perf; a SIMD search per comma cost more, see line().)
+fn split_commas(line: &[u8], base: usize, fields: &mut Vec<(usize, usize)>) {
+    const COMMAS: u64 = u64::from_ne_bytes([b','; 8]);
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut start = base;
+    let mut at = base;
+    while at + 8 <= line.len() {
+        let word = u64::from_le_bytes(line[at..at + 8].try_into().expect("8 bytes")) ^ COMMAS;
+        // 0x80 in each byte that was a comma (now zero), nothing elsewhere
+        let mut hits = !(((word & LOW7) + LOW7) | word | LOW7);
+        while hits != 0 {
+            let p = at + (hits.trailing_zeros() / 8) as usize;
+            fields.push((start, p));
+            start = p + 1;
+            hits &= hits - 1;
+        }
+        at += 8;
+    }
+    for (p, &b) in line.iter().enumerate().skip(at) {
+        if b == b',' {
+            fields.push((start, p));
+            start = p + 1;
+        }
+    }
+    fields.push((start, line.len()));
+}
+
 // --- Python's notion of blanks, so labels and numbers match the reference parser.
 
 /// bytes.strip(): ASCII space, \t \n \v \f \r.
@@ -403,20 +444,81 @@ fn strip_bytes(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
-/// bytes.decode("utf-8", "replace").strip(): str.isspace() also counts \x1c..\x1f.
-fn text_value(s: &[u8]) -> String {
+/// bytes.decode("utf-8", "replace").strip(): str.isspace() also counts \x1c..\x1f; written
+/// into `out` (cleared first), whose buffer is reused from row to row.
+fn text_value_into(s: &[u8], out: &mut String) {
+    out.clear();
     if s.is_ascii() {
         // nearly every text cell (TOP's command): the same blanks as bytes, without the lossy
         // decoding's chunking and a char-wise trim (~2 % of a Linux file's `parse nmon`, callgrind)
         let blank = |b: &u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' ');
         let start = s.iter().position(|b| !blank(b)).unwrap_or(s.len());
         let end = s.iter().rposition(|b| !blank(b)).map_or(start, |p| p + 1);
-        return std::str::from_utf8(&s[start..end]).expect("ASCII is UTF-8").to_owned();
+        out.push_str(std::str::from_utf8(&s[start..end]).expect("ASCII is UTF-8"));
+        return;
     }
     let decoded = String::from_utf8_lossy(s);
-    decoded
-        .trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
-        .to_string()
+    out.push_str(decoded.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)));
+}
+
+/// A data line's labels, as the reference parser's dict: a repeated column name keeps its first
+/// position and takes the last value. Keys are column indexes of the section's header; value
+/// buffers stay allocated from row to row (a String per label and row, then freed, was ~8 % of a
+/// Linux file's `parse nmon`: TOP's PID and command on every process line, perf).
+#[derive(Default)]
+struct Labels {
+    items: Vec<(usize, String)>, // (column index, value); only the first `len` are this line's
+    len: usize,
+}
+
+impl Labels {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// (column index, value) in dict order.
+    fn items(&self) -> &[(usize, String)] {
+        &self.items[..self.len]
+    }
+
+    /// (column name, value) in dict order.
+    fn iter<'a>(&'a self, columns: &'a [String]) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.items[..self.len]
+            .iter()
+            .map(move |(c, v)| (columns[*c].as_str(), v.as_str()))
+    }
+
+    fn get<'a>(&'a self, columns: &[String], name: &str) -> Option<&'a str> {
+        self.items[..self.len]
+            .iter()
+            .find(|(c, _)| columns[*c] == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// labels[columns[column]] = text_value(raw)
+    fn set(&mut self, columns: &[String], column: usize, raw: &[u8]) {
+        let name = &columns[column];
+        let at = match self.items[..self.len].iter().position(|(c, _)| columns[*c] == *name) {
+            Some(at) => at,
+            None => {
+                if self.len == self.items.len() {
+                    self.items.push((column, String::new()));
+                }
+                self.items[self.len].0 = column;
+                self.len += 1;
+                self.len - 1
+            }
+        };
+        text_value_into(raw, &mut self.items[at].1);
+    }
 }
 
 /// A short decimal (`fast_decimal`) and where its digits are, for its repr.
@@ -649,6 +751,7 @@ struct JsonOut {
     out: Vec<u8>,                // complete lines, flushed as one event, but for:
     rows: Vec<(usize, Vec<u8>)>, // snapshots' rows, moved here, and where in `out` they go
     counts: [u64; 3],            // nmon_snapshots, cpu_samples, values in `out`
+    fd: Option<i32>,             // where `parse` wants the lines written (write_lines_to), or None
 }
 
 struct Header {
@@ -669,6 +772,7 @@ struct Header {
     json_head: Vec<u8>,
     json_metrics: Vec<u8>,
     json_prefix: Vec<u8>, // head, entities and metrics: a row up to its values, when its entity is fixed
+    json_columns: Vec<Vec<u8>>, // each column's name as a JSON string (a label's key), rendered once
 }
 
 impl Header {
@@ -697,6 +801,14 @@ impl Header {
         }
         let mut section_avro = Vec::new();
         put_str(&mut section_avro, section.as_bytes());
+        let json_columns = columns
+            .iter()
+            .map(|c| {
+                let mut key = Vec::new();
+                push_json_str(&mut key, c);
+                key
+            })
+            .collect();
         Ok(Header {
             section,
             columns,
@@ -713,6 +825,7 @@ impl Header {
             json_prefix: [json_head.as_bytes(), json_entities.as_bytes(), json_metrics.as_bytes()].concat(),
             json_head: json_head.into_bytes(),
             json_metrics: json_metrics.into_bytes(),
+            json_columns,
         })
     }
 }
@@ -782,7 +895,8 @@ struct Scanner {
     values: Vec<Option<f64>>,
     values_json: Vec<u8>,             // lines mode: the line's values as a JSON list body
     value_spans: Vec<(usize, usize)>, // each value's text in values_json
-    labels: Vec<(String, String)>,
+    labels: Labels,
+    entity: String,              // the entity made of text columns (TOP), reused
     fields: Vec<(usize, usize)>, // cells of the current line as byte ranges, reused
     rows_hint: usize,            // size of the last snapshot's rows, to allocate once
     snapshot_plan: Vec<Field>,
@@ -851,6 +965,7 @@ impl Scanner {
                     out: Vec::new(),
                     rows: Vec::new(),
                     counts: [0; 3],
+                    fd: None,
                 })
             }
         };
@@ -891,8 +1006,24 @@ impl Scanner {
             last_line_offset: -1,
             events: Vec::new(),
             values: Vec::new(),
-            labels: Vec::new(),
+            labels: Labels::default(),
+            entity: String::new(),
         })
+    }
+
+    /// Lines mode: write the lines to this fd (`parse`'s stdout, its Python buffers flushed
+    /// before every call that feeds the scanner) instead of handing them to Python as bytes,
+    /// whenever no other event waits before them; None: as bytes again.
+    #[pyo3(signature = (fd))]
+    fn write_lines_to(&mut self, fd: Option<i32>) -> PyResult<()> {
+        match self.json.as_mut() {
+            Some(json) => {
+                json.fd = fd;
+                Ok(())
+            }
+            None if fd.is_none() => Ok(()),
+            None => Err(pyo3::exceptions::PyValueError::new_err("not in lines mode")),
+        }
     }
 
     /// Bytes read so far that ended in a complete line.
@@ -1017,8 +1148,60 @@ impl Scanner {
 
 impl Scanner {
     fn take_events<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.flush_lines(py);
+        match self.json.as_ref().and_then(|json| json.fd) {
+            // nothing else waits for Python: the lines cannot overtake an event, so they go to
+            // the fd as they are (perf: copying them into one bytes object for Python to write
+            // was ~7 % of a Linux file's `parse nmon`; a 40 MB file makes 209 MB of lines)
+            Some(fd) if self.events.is_empty() => self.write_lines(py, fd)?,
+            _ => self.flush_lines(py),
+        }
         PyList::new(py, std::mem::take(&mut self.events))
+    }
+
+    /// Lines mode with an fd: the lines written since the last event go to it (all of them, or
+    /// an OSError such as BrokenPipeError), then a ("lines", b"", ...) event counts them.
+    fn write_lines(&mut self, py: Python<'_>, fd: i32) -> PyResult<()> {
+        use std::io::IoSlice;
+        let Some(json) = self.json.as_mut() else { return Ok(()) };
+        if json.out.is_empty() {
+            return Ok(());
+        }
+        let (out, rows) = (&json.out, &json.rows);
+        let mut pieces: Vec<IoSlice<'_>> = Vec::with_capacity(2 * rows.len() + 1);
+        let mut from = 0;
+        for (pos, piece) in rows {
+            pieces.push(IoSlice::new(&out[from..*pos]));
+            pieces.push(IoSlice::new(piece));
+            from = *pos;
+        }
+        pieces.push(IoSlice::new(&out[from..]));
+        pieces.retain(|piece| !piece.is_empty());
+        // SAFETY: the fd is Python's (parse's stdout), open for the whole call; ManuallyDrop
+        // keeps this File from closing it
+        let mut file =
+            std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let mut rest: &mut [IoSlice<'_>] = &mut pieces;
+        while !rest.is_empty() {
+            // write_vectored takes at most IOV_MAX pieces at a time and may write part of them
+            match file.write_vectored(rest) {
+                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => py.check_signals()?,
+                // a non-blocking stdout that is full: wait a little, as a blocking write would
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
+        json.out.clear();
+        json.rows.clear();
+        let event = ("lines", PyBytes::new(py, b""), snapshots, cpus, values)
+            .into_pyobject(py)
+            .expect("tuple");
+        self.events.push(event.into_any().unbind());
+        Ok(())
     }
 
     /// An event after the lines written so far (which go first, to keep the file's order).
@@ -1195,17 +1378,10 @@ impl Scanner {
             let header = Rc::clone(header);
             let base = line.len() - rest.len();
             self.fields.clear();
-            // a plain loop, not memchr_iter: the cells are a few bytes long, and a SIMD search
-            // started per comma cost more than it saved (2.6 M calls, 9 % of a `parse nmon`'s
-            // instructions, callgrind on a 12 MB AIX file)
-            let mut start = base;
-            for (p, &b) in line.iter().enumerate().skip(base) {
-                if b == b',' {
-                    self.fields.push((start, p));
-                    start = p + 1;
-                }
-            }
-            self.fields.push((start, line.len()));
+            // not memchr_iter: the cells are a few bytes long, and a SIMD search started per comma
+            // cost more than it saved (2.6 M calls, 9 % of a `parse nmon`'s instructions,
+            // callgrind on a 12 MB AIX file)
+            split_commas(line, base, &mut self.fields);
             let cell = |k: usize| &line[self.fields[k].0..self.fields[k].1];
             if is_snapshot_tag(cell(0)) {
                 return self.data(py, header, line, 1, None, (line_no, offset, size));
@@ -1602,7 +1778,7 @@ impl Scanner {
         let labels = &mut self.labels;
         labels.clear();
         for &i in &header.text {
-            set_label(labels, &header.columns[i], text_value(cell(i)));
+            labels.set(&header.columns, i, cell(i));
         }
         let values = &mut self.values;
         values.clear();
@@ -1703,7 +1879,7 @@ impl Scanner {
                         problems.push(format!("{} {}: {}: {}", header.section, header.columns[i], why, shown));
                     } else {
                         // a section we do not know may carry text anywhere: keep it as a label
-                        set_label(labels, &header.columns[i], text_value(raw));
+                        labels.set(&header.columns, i, raw);
                     }
                 }
             }
@@ -1719,18 +1895,18 @@ impl Scanner {
                 rows.extend_from_slice(&header.json_head);
                 rows.push(b'[');
                 if !values.is_empty() {
-                    push_json_str(rows, &entity_of(&header.entity_from_labels, labels));
+                    push_json_str(rows, entity_of(&mut self.entity, header, labels));
                 }
                 rows.push(b']');
                 rows.extend_from_slice(&header.json_metrics);
                 rows.extend_from_slice(&self.values_json);
             }
             put(rows, b"], \"labels\": {");
-            for (n, (k, v)) in labels.iter().enumerate() {
+            for (n, &(column, ref v)) in labels.items().iter().enumerate() {
                 if n > 0 {
-                    rows.extend_from_slice(b", ");
+                    put(rows, b", ");
                 }
-                push_json_str(rows, k);
+                put(rows, &header.json_columns[column]);
                 rows.extend_from_slice(b": ");
                 push_json_str(rows, v);
             }
@@ -1750,7 +1926,7 @@ impl Scanner {
             } else {
                 if !values.is_empty() {
                     put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
-                    put_str(rows, entity_of(&header.entity_from_labels, labels).as_bytes());
+                    put_str(rows, entity_of(&mut self.entity, header, labels).as_bytes());
                 }
                 rows.push(0);
             }
@@ -1770,7 +1946,7 @@ impl Scanner {
             rows.push(0);
             if !labels.is_empty() {
                 put_long(rows, labels.len() as i64);
-                for (k, v) in labels.iter() {
+                for (k, v) in labels.iter(&header.columns) {
                     put_str(rows, k.as_bytes());
                     put_str(rows, v.as_bytes());
                 }
@@ -1819,24 +1995,17 @@ fn find_header<'a>(
     }
 }
 
-/// The one entity of a row whose entity is made of text columns (TOP: 'PID command').
-fn entity_of(columns: &[String], labels: &[(String, String)]) -> String {
-    let joined = columns
-        .iter()
-        .map(|c| labels.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str()))
-        .collect::<Vec<_>>()
-        .join(" ");
-    joined
-        .trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
-        .to_string()
-}
-
-/// dict semantics: a repeated key keeps its first position and takes the last value.
-fn set_label(labels: &mut Vec<(String, String)>, key: &str, value: String) {
-    match labels.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = value,
-        None => labels.push((key.to_string(), value)),
+/// The one entity of a row whose entity is made of text columns (TOP: 'PID command'): the
+/// columns' labels ("" when absent) joined by a space and stripped, in `buffer` (reused).
+fn entity_of<'a>(buffer: &'a mut String, header: &Header, labels: &Labels) -> &'a str {
+    buffer.clear();
+    for (n, column) in header.entity_from_labels.iter().enumerate() {
+        if n > 0 {
+            buffer.push(' ');
+        }
+        buffer.push_str(labels.get(&header.columns, column).unwrap_or(""));
     }
+    buffer.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 #[pymodule]
