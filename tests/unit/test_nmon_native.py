@@ -531,3 +531,33 @@ def test_text_cells_lose_the_blanks_python_strips(tmp_path: Path, monkeypatch: p
     assert labels == ["java", f"a{blanks}b", "", "ksh", "sh", "caf\u00e9", "x\x7f"]
     if native_parser.lines_available():
         assert_same_three_ways([path], monkeypatch)
+
+
+@needs_lines
+def test_checks_decided_from_the_digits_are_the_checks_on_the_double(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines mode checks most cells on their digits, without reading the double (Decimal::passes):
+    at and around each bound (a percent's 100 + tolerance, non-negative, zero's sign) it must
+    accept and reject exactly what the double's checks (the Avro and Python paths) do."""
+    from fleetperf.ingest.validate import PERCENT_TOLERANCE
+
+    top = 100 + PERCENT_TOLERANCE
+    cells = ["100", "100.0", "100.00000", f"{top}", f"{top}0", f"{top}000000001", f"{top + 0.1:.1f}", "101", "99.99"]
+    cells += ["0", "-0", "-0.0", "-0.00", "+0.0", "-0.1", "-1", "0.000", "1e2", "1000000000000000", "00100.4"]
+    cells += [f"{100 + PERCENT_TOLERANCE / 2}", "100.49999999999999", "100.5000000000000001", "2147483647"]
+    head = (
+        "AAA,progname,nmon\nAAA,host,bounds\nAAA,interval,60\n"
+        "CPU01,CPU 1,User%,Sys%,Wait%,Idle%\nNET,Network,eth0-read-KB/s,eth0-write-KB/s,lo-read-KB/s,lo-write-KB/s\n"
+    )
+    body = []
+    for n, cell in enumerate(cells, 1):
+        body.append(f"ZZZZ,T{n:04d},00:{n:02d}:00,01-JAN-2024\n")
+        body.append(f"CPU01,T{n:04d},{cell},0.0,{cell},1\nNET,T{n:04d},{cell},1,{cell},0.5\n")
+    path = tmp_path / "bounds.nmon"
+    path.write_text(head + "".join(body))
+    out, err, code = assert_same_three_ways([path], monkeypatch)
+    assert code == 3  # some cells are out of bounds: dead letters
+    assert err.count("above 100 %") >= 4 and err.count("negative") >= 4, err
+    printed = [json.loads(line)["value"] for line in out.splitlines() if b"nmon-snapshots" in line]
+    assert len(printed) == len(cells)
