@@ -10,7 +10,10 @@ growing size in fresh processes, which must stay flat.
 start-up included): the Python parser, the native scanner's Avro decoded and encoded in Python
 (parse before the scanner wrote JSON lines), and the scanner's own JSON lines, through `./fleetperf`
 and straight through Python; per core = the child's CPU seconds (user + system), medians of
---runs, the child's peak RSS; on the AIX and the Linux corpus file grown to --copies (--kinds)."""
+--runs, the child's peak RSS; on the AIX and the Linux corpus file grown to --copies (--kinds).
+--paths picks some of those; --against REV also runs the scanner's JSON lines of an earlier
+commit (its tree checked out beside, its scanner built apart; neither touches ./.venv), its runs
+alternating with this tree's so that both meet the same machine, and prints the ratio."""
 
 from __future__ import annotations
 
@@ -169,30 +172,74 @@ _PARSE = (
 )
 
 
-def parse_cli_runs(path: Path, mode: str, via: str, runs: int) -> dict[str, float]:
-    """Medians over `runs` fresh processes of `parse nmon path` one way."""
+def _parse_argv(path: Path, mode: str, via: str, tree: Path = ROOT, lib: Path | None = None) -> tuple[list, dict]:
+    """`parse nmon path` one way: the argv and environment (tree: whose code; lib: a directory
+    whose scanner comes first, an --against build)."""
     env = {k: v for k, v in os.environ.items() if k != "FLEETPERF_NMON_PARSER"}
     if mode == "python":
         env["FLEETPERF_NMON_PARSER"] = "python"
     if via == "./fleetperf":
-        argv = [str(ROOT / "fleetperf"), "parse", "nmon", str(path)]
-    else:
-        code = _PARSE.format(src=str(ROOT / "src"), root=str(ROOT), avro=mode == "avro", path=str(path))
-        argv = [sys.executable, "-c", code]
-    cpu, wall = [], []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        w0 = time.monotonic()
-        with open(os.devnull, "wb") as null:
-            done = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
-        wall.append(time.monotonic() - w0)
-        if done.returncode != 0:
-            raise RuntimeError(f"{argv[:3]}: exit {done.returncode}: {done.stderr.decode()[-500:]}")
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return [str(tree / "fleetperf"), "parse", "nmon", str(path)], env
+    code = _PARSE.format(src=str(tree / "src"), root=str(tree), avro=mode == "avro", path=str(path))
+    if lib is not None:
+        code = f"import sys; sys.path.insert(0, {str(lib)!r})\n" + code
+    return [sys.executable, "-c", code], env
+
+
+def _cpu_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(CPU s of the child, wall s) of one run, its output to /dev/null."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w0 = time.monotonic()
+    with open(os.devnull, "wb") as null:
+        done = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+    wall = time.monotonic() - w0
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[:3]}: exit {done.returncode}: {done.stderr.decode()[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+def _figures(path: Path, cpu: list[float], wall: list[float]) -> dict[str, float]:
     mb = path.stat().st_size / 1e6
     median_cpu = statistics.median(cpu)
     return {"MB": mb, "cpu_s": median_cpu, "MB/s": mb / median_cpu, "wall_s": statistics.median(wall)}
+
+
+def parse_cli_runs(path: Path, mode: str, via: str, runs: int) -> dict[str, float]:
+    """Medians over `runs` fresh processes of `parse nmon path` one way."""
+    argv, env = _parse_argv(path, mode, via)
+    cpu, wall = zip(*(_cpu_run(argv, env) for _ in range(runs)), strict=True)
+    return _figures(path, list(cpu), list(wall))
+
+
+def parse_cli_against(path: Path, runs: int, tree: Path, lib: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Medians of the scanner's JSON lines (python -c) here and in an --against tree, their runs
+    alternating (this machine's speed drifts by 2x within minutes: back-to-back series would
+    compare the drift)."""
+    ours, theirs = _parse_argv(path, "lines", "python -c"), _parse_argv(path, "lines", "python -c", tree, lib)
+    got: dict[str, list[tuple[float, float]]] = {"ours": [], "theirs": []}
+    for _ in range(runs):
+        got["ours"].append(_cpu_run(*ours))
+        got["theirs"].append(_cpu_run(*theirs))
+    mine, old = ([list(x) for x in zip(*got[k], strict=True)] for k in ("ours", "theirs"))
+    return _figures(path, *mine), _figures(path, *old)
+
+
+def checkout_against(rev: str, tmp: Path) -> tuple[Path, Path, str]:
+    """REV's tree (a detached worktree) and a directory holding its scanner, built from its own
+    crate with the project's pip and cargo into tmp (not ./.venv, whose scanner stays ours)."""
+    tree, lib = tmp / "against", tmp / "against-lib"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
+    crate = tree / "src" / "fleetperf" / "sources" / "nmon" / "native"
+    env = os.environ | {"CARGO_TARGET_DIR": str(tmp / "against-target")}
+    env["PATH"] = f"{env.get('PATH', '')}:{Path.home() / '.cargo' / 'bin'}"
+    print(f"building the nmon scanner of {rev} (Rust, about a minute) ...", file=sys.stderr, flush=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"]
+    subprocess.run([*pip, "--target", str(lib), str(crate)], check=True, env=env)
+    short = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return tree, lib, short
 
 
 def parse_cli_peak(path: Path, mode: str) -> float:
@@ -214,25 +261,44 @@ def parse_cli_peak(path: Path, mode: str) -> float:
 
 def parse_cli_report(args: argparse.Namespace) -> int:
     modes = [("python", "python -c"), ("avro", "python -c"), ("lines", "python -c"), ("lines", "./fleetperf")]
+    modes = [(m, v) for m, v in modes if m in args.paths]
     if not native_parser.lines_available():
         print("native nmon scanner not built (or older than its JSON lines): python only")
         modes = [("python", "python -c")]
     with tempfile.TemporaryDirectory() as tmp:
-        grown = [grow(k, c, Path(tmp) / f"{k}_x{c}.nmon") for k in args.kinds for c in args.copies]
-        # the launcher rebuilds a stale scanner before anything else: once, outside the figures
-        subprocess.run([str(ROOT / "fleetperf"), "parse", "nmon", str(grown[0])], capture_output=True, check=True)
-        print(f"`parse nmon FILE > /dev/null`, per core = the child's CPU s (start-up included), median of {args.runs}")
-        heads = ("file", "MB", "path", "via", "CPU s", "MB/s/core", "wall s", "peak RSS")
-        print(" ".join(f"{h:>{w}}" for h, w in zip(heads, (14, 6, 8, 12, 7, 10, 7, 10), strict=True)))
-        for path in grown:
-            base = None
-            for mode, via in modes:
-                runs = max(1, args.runs // 2) if mode == "python" and path.stat().st_size > 20e6 else args.runs
-                r = parse_cli_runs(path, mode, via, runs)
-                peak = parse_cli_peak(path, mode)
-                base = base or r["MB/s"]
-                print(f"{path.name:>14} {r['MB']:6.1f} {mode:>8} {via:>12} {r['cpu_s']:7.2f} {r['MB/s']:10.1f} "
-                      f"{r['wall_s']:7.2f} {peak:7.1f} MB  x{r['MB/s'] / base:.1f}")  # fmt: skip
+        against = checkout_against(args.against, Path(tmp)) if args.against else None
+        try:
+            return _parse_cli_table(args, modes, Path(tmp), against)
+        finally:
+            if against is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(against[0])], check=False)
+
+
+def _parse_cli_table(
+    args: argparse.Namespace, modes: list[tuple[str, str]], tmp: Path, against: tuple[Path, Path, str] | None
+) -> int:
+    grown = [grow(k, c, tmp / f"{k}_x{c}.nmon") for k in args.kinds for c in args.copies]
+    # the launcher rebuilds a stale scanner before anything else: once, outside the figures
+    subprocess.run([str(ROOT / "fleetperf"), "parse", "nmon", str(grown[0])], capture_output=True, check=True)
+    print(f"`parse nmon FILE > /dev/null`, per core = the child's CPU s (start-up included), median of {args.runs}")
+    heads = ("file", "MB", "path", "via", "CPU s", "MB/s/core", "wall s", "peak RSS")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(heads, (14, 6, 8, 12, 7, 10, 7, 10), strict=True)))
+    for path in grown:
+        base = None
+        for mode, via in modes:
+            runs = max(1, args.runs // 2) if mode == "python" and path.stat().st_size > 20e6 else args.runs
+            r = parse_cli_runs(path, mode, via, runs)
+            peak = parse_cli_peak(path, mode)
+            base = base or r["MB/s"]
+            print(f"{path.name:>14} {r['MB']:6.1f} {mode:>8} {via:>12} {r['cpu_s']:7.2f} {r['MB/s']:10.1f} "
+                  f"{r['wall_s']:7.2f} {peak:7.1f} MB  x{r['MB/s'] / base:.1f}")  # fmt: skip
+        if against is not None:
+            tree, lib, rev = against
+            ours, theirs = parse_cli_against(path, args.runs, tree, lib)
+            for who, r in ((rev, theirs), ("this tree", ours)):
+                print(f"{path.name:>14} {r['MB']:6.1f} {'lines':>8} {who:>12} {r['cpu_s']:7.2f} {r['MB/s']:10.1f} "
+                      f"{r['wall_s']:7.2f}       alternating runs")  # fmt: skip
+            print(f"{'':>14} this tree / {rev}: {theirs['cpu_s'] / ours['cpu_s']:.2f}x the MB/s per core")
     return 0
 
 
@@ -247,6 +313,18 @@ def main() -> int:
         choices=list(GROWN),
         default=list(GROWN),
         help="--parse-cli: the corpus files grown by --copies (the Linux one is ~same MB per copy)",
+    )
+    ap.add_argument(
+        "--paths",
+        nargs="+",
+        choices=["python", "avro", "lines"],
+        default=["python", "avro", "lines"],
+        help="--parse-cli: the ways measured (python and avro take minutes on large files)",
+    )
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="--parse-cli: also this git revision's JSON lines, runs alternating with this tree's",
     )
     ap.add_argument(
         "--kafka",
