@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +38,11 @@ def run(args: argparse.Namespace, s: config.Settings) -> int:
     out = sys.stdout
     binary = getattr(out, "buffer", None)  # where a source's own JSON lines (bytes) go, after out.flush()
     fd = _fileno(binary)  # where a source may write them itself (lines_to_fd)
+    if fd is not None and not os.get_blocking(fd):
+        # a stdout a parent left non-blocking: a full pipe made writes partial and parse went on,
+        # silently short of lines (the raw FileIO of PYTHONUNBUFFERED writes once and returns the
+        # count); we wait for the reader as a blocking write does
+        os.set_blocking(fd, True)
     names = {key: s.topic(key).name for key in s.topics}
     decode = _decoder(s)
     show = not args.no_progress and len(candidates) > 1 and sys.stderr.isatty()
