@@ -117,6 +117,17 @@ def test_several_files_and_progress_option(binary: Path, tmp_path: Path) -> None
     assert b"2 files: 6 cpu_samples, 2 host_configs, 498 sysstat_samples" in ours.stderr
 
 
+def test_a_non_blocking_stdout_gets_every_line(binary: Path) -> None:
+    """A stdout its parent left non-blocking: once the pipe was full the binary's write failed
+    with EAGAIN ("cannot write: Resource temporarily unavailable", exit 1, the rest lost)."""
+    from tests.unit.test_cli_parse import through_a_non_blocking_pipe
+
+    args = [str(OWN)] * 4  # 418 KB of lines, far more than a pipe holds
+    want = _bin(binary, *args)
+    assert want.returncode == 0 and len(want.stdout) > 4 << 16
+    assert through_a_non_blocking_pipe([str(binary), *args], _env(False)) == (0, want.stdout)
+
+
 def test_fresh_recordings_read_by_the_binary(binary: Path, tmp_path: Path) -> None:
     if not SADC.exists():
         pytest.skip(f"sysstat is not installed ({SADC}): apt-get install sysstat to run this test")

@@ -44,6 +44,7 @@ type Why = String;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    blocking_stdout();
     let mut sink = Sink {
         w: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
         bytes: 0,
@@ -61,6 +62,20 @@ fn main() {
         Ok(Ok(code)) => exit(code),
         Ok(Err(why)) => fall_back(&args, &why, sink),
         Err(_) => fall_back(&args, "a panic in fleetperf-sadc", sink),
+    }
+}
+
+/// A stdout its parent left non-blocking is made blocking, as `parse` does in Python: a full pipe
+/// made the write fail with EAGAIN ("cannot write: Resource temporarily unavailable", exit 1,
+/// the rest of the output lost) where a blocking write waits for the reader.
+fn blocking_stdout() {
+    // SAFETY: fcntl on fd 1 with F_GETFL / F_SETFL reads and sets its status flags only; a
+    // closed fd makes it return -1, which leaves everything as it was
+    unsafe {
+        let flags = libc::fcntl(1, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            libc::fcntl(1, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
     }
 }
 
