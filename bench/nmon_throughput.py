@@ -199,17 +199,17 @@ def _cpu_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
-def _figures(path: Path, cpu: list[float], wall: list[float]) -> dict[str, float]:
+def _figures(path: Path, runs: list[tuple[float, float]]) -> dict[str, float]:
+    """Medians of (CPU s, wall s) runs over `path`."""
     mb = path.stat().st_size / 1e6
-    median_cpu = statistics.median(cpu)
-    return {"MB": mb, "cpu_s": median_cpu, "MB/s": mb / median_cpu, "wall_s": statistics.median(wall)}
+    median_cpu = statistics.median(cpu for cpu, _ in runs)
+    return {"MB": mb, "cpu_s": median_cpu, "MB/s": mb / median_cpu, "wall_s": statistics.median(w for _, w in runs)}
 
 
 def parse_cli_runs(path: Path, mode: str, via: str, runs: int) -> dict[str, float]:
     """Medians over `runs` fresh processes of `parse nmon path` one way."""
     argv, env = _parse_argv(path, mode, via)
-    cpu, wall = zip(*(_cpu_run(argv, env) for _ in range(runs)), strict=True)
-    return _figures(path, list(cpu), list(wall))
+    return _figures(path, [_cpu_run(argv, env) for _ in range(runs)])
 
 
 def parse_cli_against(path: Path, runs: int, tree: Path, lib: Path) -> tuple[dict[str, float], dict[str, float]]:
@@ -217,12 +217,11 @@ def parse_cli_against(path: Path, runs: int, tree: Path, lib: Path) -> tuple[dic
     alternating (this machine's speed drifts by 2x within minutes: back-to-back series would
     compare the drift)."""
     ours, theirs = _parse_argv(path, "lines", "python -c"), _parse_argv(path, "lines", "python -c", tree, lib)
-    got: dict[str, list[tuple[float, float]]] = {"ours": [], "theirs": []}
+    mine, old = [], []
     for _ in range(runs):
-        got["ours"].append(_cpu_run(*ours))
-        got["theirs"].append(_cpu_run(*theirs))
-    mine, old = ([list(x) for x in zip(*got[k], strict=True)] for k in ("ours", "theirs"))
-    return _figures(path, *mine), _figures(path, *old)
+        mine.append(_cpu_run(*ours))
+        old.append(_cpu_run(*theirs))
+    return _figures(path, mine), _figures(path, old)
 
 
 def checkout_against(rev: str, tmp: Path) -> tuple[Path, Path, str]:
@@ -245,16 +244,14 @@ def checkout_against(rev: str, tmp: Path) -> tuple[Path, Path, str]:
 def parse_cli_peak(path: Path, mode: str) -> float:
     """Peak RSS (VmHWM, MB) of one `parse nmon` process, read from /proc as it exits (a separate run:
     RUSAGE_CHILDREN's ru_maxrss is the largest of all children so far, not this one's)."""
-    env = {k: v for k, v in os.environ.items() if k != "FLEETPERF_NMON_PARSER"}
-    if mode == "python":
-        env["FLEETPERF_NMON_PARSER"] = "python"
-    code = _PARSE.format(src=str(ROOT / "src"), root=str(ROOT), avro=mode == "avro", path=str(path)).replace(
+    (python, flag, code), env = _parse_argv(path, mode, "python -c")
+    code = code.replace(
         "sys.exit(main(",
         "import atexit, os; atexit.register(lambda: os.write(2, ('VmHWM ' + next(l.split()[1] "
         "for l in open('/proc/self/status') if l.startswith('VmHWM')) + '\\n').encode())); sys.exit(main(",
     )
     with open(os.devnull, "wb") as null:
-        done = subprocess.run([sys.executable, "-c", code], stdout=null, stderr=subprocess.PIPE, env=env, check=False)
+        done = subprocess.run([python, flag, code], stdout=null, stderr=subprocess.PIPE, env=env, check=False)
     line = next(x for x in done.stderr.decode().splitlines() if x.startswith("VmHWM "))
     return int(line.split()[1]) / 1024
 

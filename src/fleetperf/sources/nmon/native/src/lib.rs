@@ -476,28 +476,13 @@ impl Labels {
         self.len = 0;
     }
 
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
     /// (column index, value) in dict order.
     fn items(&self) -> &[(usize, String)] {
         &self.items[..self.len]
     }
 
-    /// (column name, value) in dict order.
-    fn iter<'a>(&'a self, columns: &'a [String]) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
-        self.items[..self.len]
-            .iter()
-            .map(move |(c, v)| (columns[*c].as_str(), v.as_str()))
-    }
-
     fn get<'a>(&'a self, columns: &[String], name: &str) -> Option<&'a str> {
-        self.items[..self.len]
+        self.items()
             .iter()
             .find(|(c, _)| columns[*c] == name)
             .map(|(_, v)| v.as_str())
@@ -791,6 +776,22 @@ struct JsonOut {
     rows: Vec<(usize, Vec<u8>)>, // snapshots' rows, moved here, and where in `out` they go
     counts: [u64; 3],            // nmon_snapshots, cpu_samples, values in `out`
     fd: Option<i32>,             // where `parse` wants the lines written (write_lines_to), or None
+}
+
+impl JsonOut {
+    /// The lines written since the last event, in order: `out` with each snapshot's rows put in
+    /// at its place (the rows were moved here, not copied into `out`).
+    fn pieces(&self) -> Vec<&[u8]> {
+        let mut pieces: Vec<&[u8]> = Vec::with_capacity(2 * self.rows.len() + 1);
+        let mut from = 0;
+        for (pos, rows) in &self.rows {
+            pieces.push(&self.out[from..*pos]);
+            pieces.push(rows);
+            from = *pos;
+        }
+        pieces.push(&self.out[from..]);
+        pieces
+    }
 }
 
 struct Header {
@@ -1211,16 +1212,12 @@ impl Scanner {
         if json.out.is_empty() {
             return Ok(());
         }
-        let (out, rows) = (&json.out, &json.rows);
-        let mut pieces: Vec<IoSlice<'_>> = Vec::with_capacity(2 * rows.len() + 1);
-        let mut from = 0;
-        for (pos, piece) in rows {
-            pieces.push(IoSlice::new(&out[from..*pos]));
-            pieces.push(IoSlice::new(piece));
-            from = *pos;
-        }
-        pieces.push(IoSlice::new(&out[from..]));
-        pieces.retain(|piece| !piece.is_empty());
+        let mut pieces: Vec<IoSlice<'_>> = json
+            .pieces()
+            .into_iter()
+            .filter(|piece| !piece.is_empty())
+            .map(IoSlice::new)
+            .collect();
         // SAFETY: the fd is Python's (parse's stdout), open for the whole call; ManuallyDrop
         // keeps this File from closing it
         let mut file =
@@ -1239,14 +1236,22 @@ impl Scanner {
                 Err(e) => return Err(e.into()),
             }
         }
+        drop(pieces);
+        self.lines_event(py, PyBytes::new(py, b""));
+        Ok(())
+    }
+
+    /// The ("lines", text, snapshots, cpu samples, values) event of the lines written since the
+    /// last event (text: those lines, or b"" when the scanner wrote them to the fd); they are gone.
+    fn lines_event(&mut self, py: Python<'_>, text: Bound<'_, PyBytes>) {
+        let json = self.json.as_mut().expect("lines mode");
         let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
         json.out.clear();
         json.rows.clear();
-        let event = ("lines", PyBytes::new(py, b""), snapshots, cpus, values)
+        let event = ("lines", text, snapshots, cpus, values)
             .into_pyobject(py)
             .expect("tuple");
         self.events.push(event.into_any().unbind());
-        Ok(())
     }
 
     /// An event after the lines written so far (which go first, to keep the file's order).
@@ -1263,24 +1268,10 @@ impl Scanner {
             return;
         }
         // ASCII bytes (ensure_ascii): parse writes them to stdout's binary layer as they are
-        let len = json.out.len() + json.rows.iter().map(|(_, rows)| rows.len()).sum::<usize>();
-        let (out, rows) = (&json.out, &json.rows);
-        let mut pieces: Vec<&[u8]> = Vec::with_capacity(2 * rows.len() + 1);
-        let mut from = 0;
-        for (pos, piece) in rows {
-            pieces.push(&out[from..*pos]);
-            pieces.push(piece);
-            from = *pos;
-        }
-        pieces.push(&out[from..]);
-        let text = bytes_of(py, &pieces, len);
-        let [snapshots, cpus, values] = std::mem::take(&mut json.counts);
-        json.out.clear();
-        json.rows.clear();
-        let event = ("lines", text, snapshots, cpus, values)
-            .into_pyobject(py)
-            .expect("tuple");
-        self.events.push(event.into_any().unbind());
+        let pieces = json.pieces();
+        let text = bytes_of(py, &pieces, pieces.iter().map(|p| p.len()).sum());
+        drop(pieces);
+        self.lines_event(py, text);
     }
 
     fn dead(&mut self, py: Python<'_>, line_no: u64, offset: u64, message: String, raw: &[u8]) {
@@ -2012,10 +2003,11 @@ impl Scanner {
                 }
             }
             rows.push(0);
-            if !labels.is_empty() {
-                put_long(rows, labels.len() as i64);
-                for (k, v) in labels.iter(&header.columns) {
-                    put_str(rows, k.as_bytes());
+            let items = labels.items();
+            if !items.is_empty() {
+                put_long(rows, items.len() as i64);
+                for &(column, ref v) in items {
+                    put_str(rows, header.columns[column].as_bytes());
                     put_str(rows, v.as_bytes());
                 }
             }
