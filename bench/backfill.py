@@ -579,6 +579,10 @@ def main() -> int:
             # (cut mid-file, its last snapshot may lack the CPU lines: no waiting for its windows)
             warm = argparse.Namespace(**{**vars(args), "final_timeout": 5, "hosts": [1], "collector": "thread"})
             measure(env, args.modes[-1], [(small, 0)], tmp, 0, warm, pids)
+            # this process runs the sink as the warehouse process and `fleetperf sink` run it
+            from fleetperf.warehouse.sink import quiet_gc
+
+            quiet_gc()
             for run in range(1 - args.warm_runs, args.runs + 1):
                 for mode in args.modes:
                     for variant in variants:

@@ -11,7 +11,10 @@ test_sink_nmon_engine from those records.
 
 from __future__ import annotations
 
+import gc
 import io
+import json
+import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -21,7 +24,7 @@ import pytest
 from fastavro import parse_schema, reader, schemaless_writer
 
 from fleetperf.warehouse.clickhouse import client
-from fleetperf.warehouse.sink import Sink, _nmon_key
+from fleetperf.warehouse.sink import GC_GEN0_THRESHOLD, Sink, _nmon_key, object_container, quiet_gc
 from tests.unit.test_sink_durability import Consumer, Msg
 from tests.unit.test_sink_nmon_engine import (
     T0,
@@ -413,3 +416,82 @@ def test_a_failed_commit_leaves_no_batch_in_flight_for_the_next_consumer(warehou
     assert {t.split("@")[0] for _, _, t, _ in log} == {f"{TOPIC}/0/{r}" for r in ("0-2", "3-5", "6-8")}
     sink.close()
     _replayed_once(settings, ch, log, msgs, replayed=3)
+
+
+def test_a_container_of_memoryviews_past_the_header_is_the_container_of_the_bodies() -> None:
+    """The sink frames memoryviews of its messages past their 5-byte Confluent header (one copy
+    per body); fastavro's container reader is the oracle that the blocks are whole and in order."""
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "a", "type": "long"}, {"name": "s", "type": "string"}],
+    }
+    parsed = parse_schema(schema)
+    records = [{"a": i * 1_000_003, "s": "x" * (i * 37 % 300)} for i in range(200)]
+    bodies = []
+    for r in records:
+        out = io.BytesIO()
+        schemaless_writer(out, parsed, r)
+        bodies.append(out.getvalue())
+    messages = [b"\x00\x00\x00\x00\x07" + b for b in bodies]
+    schema_json = json.dumps(schema).encode()
+    framed = object_container(schema_json, [memoryview(m)[5:] for m in messages])
+    assert framed == object_container(schema_json, bodies)
+    assert list(reader(io.BytesIO(framed))) == records
+    assert list(reader(io.BytesIO(object_container(schema_json, [])))) == []
+
+
+@pytest.fixture
+def gc_restored() -> Any:  # noqa: ANN401
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+def test_quiet_gc_freezes_what_is_loaded_and_collects_the_young_less_often(gc_restored: Any) -> None:
+    gc.set_threshold(700, 10, 10)
+    kept = [object() for _ in range(10)]  # noqa: F841 - something loaded before
+    quiet_gc()
+    assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == (GC_GEN0_THRESHOLD, 10, 10)
+    gc.unfreeze()
+    gc.set_threshold(50_000, 5, 5)
+    quiet_gc()  # a process that chose a higher threshold keeps it
+    assert gc.get_threshold() == (50_000, 5, 5)
+
+
+def test_both_processes_that_run_the_sink_quiet_the_collector_once_loaded(monkeypatch: Any) -> None:  # noqa: ANN401
+    """The warehouse process after Superset's app is loaded, `fleetperf sink` before consuming."""
+    import types
+
+    from fleetperf import config
+    from fleetperf.cli.commands import warehouse as commands
+    from fleetperf.warehouse import clickhouse, main
+    from fleetperf.warehouse import sink as sink_module
+
+    calls: list[str] = []
+    monkeypatch.setattr(sink_module, "quiet_gc", lambda: calls.append("quiet_gc"))
+    fake_app = types.ModuleType("superset.app")
+    fake_app.create_app = lambda: calls.append("create_app") or "app"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "superset", types.ModuleType("superset"))
+    monkeypatch.setitem(sys.modules, "superset.app", fake_app)
+    monkeypatch.setattr(main, "start_services", lambda s: calls.append("sink started"))
+    settings = config.load()
+    assert main.WarehouseApp(settings).load() == "app"
+    assert calls == ["sink started", "create_app", "quiet_gc"]
+
+    calls.clear()
+
+    class FakeSink:
+        def __init__(self, *_: Any) -> None:  # noqa: ANN401
+            calls.append("sink made")
+
+        def run(self) -> None:
+            calls.append("run")
+
+    monkeypatch.setattr(clickhouse, "migrate", lambda s: (None, []))
+    monkeypatch.setattr("logging.basicConfig", lambda **_: None)
+    monkeypatch.setattr(sink_module, "Sink", FakeSink)
+    assert commands.cmd_sink(None, settings) == 0  # type: ignore[arg-type]
+    assert calls == ["sink made", "quiet_gc", "run"]

@@ -91,7 +91,11 @@ class WarehouseApp(BaseApplication):
         self.sink = start_services(self.s)
         from superset.app import create_app
 
-        return create_app()
+        from fleetperf.warehouse.sink import quiet_gc
+
+        app = create_app()
+        quiet_gc()  # Superset's app is loaded for the life of the worker
+        return app
 
     def _worker_exit(self, server: Any, worker: Any) -> None:  # noqa: ANN401 - gunicorn hook
         if self.sink is not None:

@@ -25,12 +25,13 @@ def cmd_sink(args: argparse.Namespace, s: config.Settings) -> int:
     import logging
 
     from fleetperf.warehouse.clickhouse import migrate
-    from fleetperf.warehouse.sink import Sink
+    from fleetperf.warehouse.sink import Sink, quiet_gc
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ch, ran = migrate(s)
     print(f"migrations applied: {ran or 'none needed'}; consuming {', '.join(t.name for t in s.topics.values())}")
     sink = Sink(s, ch)
+    quiet_gc()
     try:
         sink.run()
     except KeyboardInterrupt:
