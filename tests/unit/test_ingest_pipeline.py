@@ -6,6 +6,7 @@ the same pipeline against the real broker is tests/integration/test_nmon_ingest.
 from __future__ import annotations
 
 import gzip
+import shutil
 import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -256,3 +257,81 @@ def test_a_finished_file_ends_each_of_its_streams_with_one_marker(settings: conf
     again = RecordingProducer()
     ingest(settings, [str(nmon_file)], UTC, progress=False, producer=again)  # type: ignore[arg-type]
     assert again.markers == []  # skipped as published: its streams ended already
+
+
+def _published(settings: config.Settings, paths: list[Path], runs: bool, monkeypatch: pytest.MonkeyPatch) -> Any:  # noqa: ANN401
+    """What a producer is given, the summary and the ledger's positions, with the scanner's
+    records handed over in runs (the default) or one Emitted at a time."""
+    from fleetperf.sources.base import Reading
+
+    with monkeypatch.context() as m:
+        if not runs:
+            m.setattr(publish, "Reading", lambda **kw: Reading(**{**kw, "runs": False}))
+        producer = RecordingProducer()
+        summary = ingest(settings, [str(p) for p in paths], UTC, progress=False, producer=producer)  # type: ignore[arg-type]
+    ledger = Ledger(settings.state_dir / "ingest-ledger.sqlite")
+    progress = [(ledger.get(p, publish._opener).last_snapshot, ledger.get(p, publish._opener).complete) for p in paths]
+    # in order, dead letters among the rest (their detection time aside)
+    sent = [
+        (t, {k: v for k, v in r.items() if k != "detected_at"} if t == "dead_letters" else r) for t, r in producer.sent
+    ]
+    counts = (summary.records, summary.values, summary.snapshots, dict(summary.samples), summary.errors, summary.failed)
+    return sent, producer.markers, counts, progress
+
+
+@pytest.mark.skipif(
+    not __import__("fleetperf.sources.nmon.native_parser").sources.nmon.native_parser.available(),
+    reason="the native nmon scanner is not built",
+)
+def test_records_handed_over_in_runs_are_the_records_sent_one_by_one(
+    tmp_path: Path, nmon_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same messages in the same order, the same end-of-stream markers, counts and ledger
+    positions, on clean files, damaged ones (dead letters between snapshots) and a file read
+    again after it grew (the resumed run skips what was published)."""
+    damaged = tmp_path / "damaged.nmon"
+    text = (NMON_TESTDATA / "linuxvm_nmon16.nmon").read_text()
+    lines = text.splitlines(keepends=True)
+    damaged.write_text(
+        "".join(lines[: len(lines) // 2]) + "CPU_ALL,T9,garbage\nnot nmon at all\n" + "".join(lines[len(lines) // 2 :])
+    )
+    files = [
+        nmon_file,
+        NMON_TESTDATA / "linuxvm_nmon16.nmon",
+        NMON_TESTDATA / "zvm1_damaged_zzzz.nmon",
+        NMON_TESTDATA / "absurd_values.nmon",
+        damaged,
+    ]
+    growing_text = nmon_file.read_text()
+    cut = growing_text.index("ZZZZ,T0004")
+    outcomes = []
+    spied: list[int] = []
+    send_run = publish.FilePublisher.send_run
+    monkeypatch.setattr(
+        publish.FilePublisher, "send_run", lambda self, run: spied.append(len(run.records)) or send_run(self, run)
+    )
+    for runs in (True, False):
+        settings = config.load({"FLEETPERF__STATE__DIR": str(tmp_path / f"state-{runs}")})
+        here = tmp_path / "files"  # the same names both times: records carry their file's name
+        if here.exists():
+            shutil.rmtree(here)
+        here.mkdir()
+        copies = []
+        for i, f in enumerate(files):
+            copy = here / f"{i}-{f.name}"
+            copy.write_bytes(f.read_bytes())
+            copies.append(copy)
+        growing = here / "growing.nmon"
+        growing.write_text(growing_text[:cut] + "\n".join(growing_text[cut:].split("\n")[:2]) + "\n")
+        first = _published(settings, [*copies, growing], runs, monkeypatch)
+        growing.write_text(growing_text)
+        again = _published(settings, [growing], runs, monkeypatch)
+        outcomes.append((first, again))
+    (first_runs, again_runs), (first_one, again_one) = outcomes
+    # the default path handed every snapshot record over in runs
+    scanned = sum(1 for topic, _ in first_runs[0] + again_runs[0] if topic in ("nmon_snapshots", "cpu_samples"))
+    assert scanned > 40 and sum(spied) >= scanned
+    assert first_runs == first_one
+    assert again_runs == again_one
+    assert again_runs[2][2] == 2  # the grown file's two new snapshots, not the three published
+    assert any(topic == "dead_letters" for topic, _ in first_runs[0])  # between the runs

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from fleetperf.config import Settings
 from fleetperf.ingest import end_of_stream, watermark
-from fleetperf.ingest.records import Emitted, dead_letter
+from fleetperf.ingest.records import Emitted, EncodedRun, dead_letter
 from fleetperf.sources import registry
 from fleetperf.sources.base import FileRejectedError, Reading, Source, open_file
 
@@ -143,11 +143,51 @@ class FilePublisher:
         self.ledger.save(self.path, self.progress, _opener, commit=commit)
         self.unsaved = 0
 
-    def send_all(self, records: Iterable[Emitted]) -> None:
+    def send_all(self, records: Iterable[Emitted | EncodedRun]) -> None:
+        """Every record, checkpointing every CHECKPOINT_SNAPSHOTS samples (or the first run of
+        records that reaches that many: a run is at most one read chunk's snapshots)."""
         for emitted in records:
-            self.send(emitted)
+            if type(emitted) is EncodedRun:
+                self.send_run(emitted)
+            else:
+                self.send(emitted)
             if self.unsaved >= CHECKPOINT_SNAPSHOTS:
                 self.checkpoint()
+
+    def send_run(self, run: EncodedRun) -> None:
+        """send() of each record of the run, in one loop (records.EncodedRun says why). Only the
+        scanner's encoded snapshot records come in runs: no dead letters, and only a batch ingest
+        asks for runs, so no watermark promises."""
+        source = self.source
+        resume = self.resume_snapshot
+        send_encoded = self.producer.send_encoded
+        sample_topic = source.sample_topic
+        newest = self.progress.last_snapshot
+        last = {}  # (topic, key) -> its last record in the run, in order of first appearance
+        sent = values = samples = 0
+        for record in run.records:
+            topic_key, key, snapshot, encoded, n = record
+            last[topic_key, key] = record
+            if snapshot <= resume:  # as send(): what a resumed run skips still ends its streams
+                continue
+            send_encoded(topic_key, encoded, key=key)
+            sent += 1
+            values += n
+            if topic_key == sample_topic:
+                samples += 1
+            if snapshot > newest:
+                newest = snapshot
+        for topic_key, key, snapshot, encoded, n in last.values():  # a stream's last record is what ends it
+            self.ends.see(Emitted(topic_key, {}, key=key, snapshot=snapshot, encoded=encoded, values=n))
+        summary = self.summary
+        summary.records += sent
+        summary.values += values
+        if samples:
+            summary.samples[f"{source.name} {source.sample_word}"] += samples
+            self.unsaved += samples
+            if source.sample_word == "snapshots":
+                summary.snapshots += samples
+        self.progress.last_snapshot = newest
 
     def send(self, emitted: Emitted) -> None:
         self.ends.see(emitted)  # also what a resumed run skips: the file's streams end all the same
@@ -418,7 +458,9 @@ def _publish_file(publisher: FilePublisher, opts: argparse.Namespace) -> bool:
     False if the file failed part-way (what was sent stays sent and is ledgered, not the file).
     A file modified within STILL_WRITTEN_SECONDS may still be written: its source holds back what
     may be incomplete at its end, and it is not recorded as done, so the next run continues it."""
-    reading = Reading(growing=time.time() - publisher.path.stat().st_mtime < STILL_WRITTEN_SECONDS)
+    reading = Reading(
+        growing=time.time() - publisher.path.stat().st_mtime < STILL_WRITTEN_SECONDS, runs=not publisher.promises
+    )
     try:
         publisher.send_all(publisher.source.read(publisher.path, opts, reading))
     except FileRejectedError as exc:

@@ -51,6 +51,7 @@ class Reading:
     """What the pipeline and a source tell each other about one read of a file."""
 
     growing: bool = False  # in: written moments ago, may still grow (its end may be incomplete)
+    runs: bool = False  # in: the caller takes EncodedRun items beside Emitted (a source may yield them)
     held_back: bool = False  # out: the source kept its end for the next run (the file is not done)
 
 

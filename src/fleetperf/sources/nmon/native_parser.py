@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 from functools import cache
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from fleetperf import config
 from fleetperf.ingest import validate
-from fleetperf.ingest.records import Emitted, dead_letter
+from fleetperf.ingest.records import Emitted, EncodedRun, RunRecord, dead_letter
 from fleetperf.sources.nmon import layout, sniff
 from fleetperf.sources.nmon.parser import (
     CUT_LINE,
@@ -179,12 +179,15 @@ class NativeNmonParser:
         resume_from: int = 0,
         topics: dict[str, str] | None = None,
         out_fd: int | None = None,
+        runs: bool = False,
     ) -> None:
         """topics (topic key -> the name each message carries): write snapshot records as
         `parse`'s JSON lines (Lines) rather than Avro (lines_available()). out_fd (with topics):
         the scanner writes those lines to this fd itself whenever no other record waits before
         them (their Lines then carry b"" and the count); the caller flushes its own buffers for
-        that fd before each step of the iterators this parser returns."""
+        that fd before each step of the iterators this parser returns. runs (Avro only): the
+        records of consecutive snapshots come as one EncodedRun, in the same order, instead of
+        an Emitted each."""
         if _native is None:
             raise RuntimeError("the native nmon scanner is not built (see sources/nmon/README.md)")
         # headers, times, host configuration
@@ -205,6 +208,7 @@ class NativeNmonParser:
         if out_fd is not None:
             self.scanner.write_lines_to(out_fd)
         self.resume_from = resume_from
+        self.runs = runs and not self.json_lines
         self.file_name = file_name
         self.errors = 0
         self.snapshots_emitted = 0
@@ -234,28 +238,26 @@ class NativeNmonParser:
         """Why the whole file is not read (not nmon, empty, no usable date), else None."""
         return self.scanner.rejected
 
-    def feed(self, chunk: bytes) -> Iterator[Emitted]:
-        for event in self.scanner.feed(chunk):
-            yield from self._event(event)
+    def feed(self, chunk: bytes) -> Iterator[Emitted | EncodedRun]:
+        # a generator: the scanner runs when the caller steps it (parse flushes its own writes
+        # to the fd first)
+        yield from self._events(self.scanner.feed(chunk))
 
     feed_chunk = feed  # NmonParser's name for the same thing
 
-    def damaged(self, reason: str) -> Iterator[Emitted]:
-        for event in self.scanner.damaged(reason):
-            yield from self._event(event)
+    def damaged(self, reason: str) -> Iterator[Emitted | EncodedRun]:
+        yield from self._events(self.scanner.damaged(reason))
 
-    def finish(self, complete_tail: bool = True) -> Iterator[Emitted]:
+    def finish(self, complete_tail: bool = True) -> Iterator[Emitted | EncodedRun]:
         """As NmonParser.finish."""
-        for event in self.scanner.finish(self._context(), complete_tail):
-            yield from self._event(event)
+        yield from self._events(self.scanner.finish(self._context(), complete_tail))
         if self.rejected is None and not self.lines.config_emitted and self.lines.first_ts is not None:
             if self.resume_from <= 0:
                 yield self.lines.config_record()
 
-    def flush_open_snapshot(self) -> Iterator[Emitted]:
+    def flush_open_snapshot(self) -> Iterator[Emitted | EncodedRun]:
         """As NmonParser.flush_open_snapshot (a live file gone quiet)."""
-        for event in self.scanner.flush_open(self._context()):
-            yield from self._event(event)
+        yield from self._events(self.scanner.flush_open(self._context()))
 
     # called by the scanner for every line that is not data of a known section
     def scan_control(self, tag: bytes, rest: bytes, line: bytes, line_no: int) -> tuple[object, ...] | None:
@@ -313,6 +315,32 @@ class NativeNmonParser:
         if not self.json_lines:
             return strings, doubles
         return strings, doubles, [_to_json(s) for s in strings], [_json_double(d) for d in doubles]
+
+    def _events(self, events: Iterable[tuple[Any, ...]]) -> Iterator[Emitted | EncodedRun]:
+        if not self.runs:
+            for event in events:
+                yield from self._event(event)
+            return
+        run: list[RunRecord] = []
+        for event in events:
+            if event[0] != "snapshot":
+                if run:  # what came before this event goes first
+                    yield EncodedRun(run)
+                    run = []
+                yield from self._event(event)
+                continue
+            # as _event's "snapshot" below, the records in the same order
+            _, _number, values, snapshot, cpu, first_offset, key = event
+            if first_offset < self.resume_from:
+                continue
+            number = position(first_offset)
+            self.snapshots_emitted += 1
+            self.values_emitted += values
+            if cpu is not None:
+                run.append(("cpu_samples", key, number, cpu, 0))
+            run.append(("nmon_snapshots", key, number, snapshot, values))
+        if run:
+            yield EncodedRun(run)
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from fleetperf.ingest.records import Emitted
+from fleetperf.ingest.records import Emitted, EncodedRun
 from fleetperf.sources.base import TZ, FileRejectedError, Option, Reading, Source, Tail, open_file, tz_of
 from fleetperf.sources.nmon import native_parser, sniff
 from fleetperf.sources.nmon.parser import CUT_LINE, DATE_ORDERS, NmonParser, read_chunks
@@ -61,7 +61,11 @@ class NmonSource(Source):
         # after a UTF-8 byte order mark; the parsers apply the same rule (sniff.py)
         return sniff.sniff(head)
 
-    def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
+    def read(
+        self, path: Path, opts: argparse.Namespace, reading: Reading | None = None
+    ) -> Iterator[Emitted | EncodedRun]:
+        """Every record of the file; with `reading.runs` and the native scanner, the snapshots'
+        records come as EncodedRun items (the ingest pipeline's fast path)."""
         return self._read(path, opts, reading, None)
 
     def read_lines(
@@ -84,14 +88,14 @@ class NmonSource(Source):
         reading: Reading | None,
         topics: dict[str, str] | None,
         out_fd: int | None = None,
-    ) -> Iterator[Emitted | native_parser.Lines]:
+    ) -> Iterator[Emitted | EncodedRun | native_parser.Lines]:
         # both parsers take chunks cut anywhere and bound what they hold (a line, a snapshot), so
         # no line of the file is ever read whole into memory; a damaged gzip stream ends the file
         # like a cut (one dead letter)
         tz, order = tz_of(opts), getattr(opts, "date_order", None)
         if native_parser.available():
             parser: native_parser.NativeNmonParser | NmonParser = native_parser.NativeNmonParser(
-                str(path), tz, date_order=order, topics=topics, out_fd=out_fd
+                str(path), tz, date_order=order, topics=topics, out_fd=out_fd, runs=reading is not None and reading.runs
             )
         else:
             parser = NmonParser(str(path), tz, date_order=order)
