@@ -11,6 +11,7 @@ test_sink_nmon_engine from those records.
 
 from __future__ import annotations
 
+import base64
 import gc
 import io
 import json
@@ -114,8 +115,34 @@ def test_a_broken_message_of_a_framed_batch_is_a_dead_letter_alone(warehouse: An
     assert sink.undecodable == 1
     good = [i for i in range(8) if i != 5]
     assert stored(ch) == (expected_values(good), expected_labels(good))
-    dead = ch.query("SELECT kafka_offset FROM dead_letters WHERE kafka_topic = {t:String}", parameters={"t": TOPIC})
-    assert [r[0] for r in dead.result_rows] == [5]
+    dead = ch.query(
+        "SELECT kafka_partition, kafka_offset, kafka_key_base64, kafka_value_base64 FROM dead_letters "
+        "WHERE kafka_topic = {t:String}",
+        parameters={"t": TOPIC},
+    )
+    # its coordinates, key and every byte, as the message had them
+    assert dead.result_rows == [(0, 5, base64.b64encode(b"k").decode(), base64.b64encode(msgs[5].value()).decode())]
+
+
+def test_a_batch_holds_its_engine_messages_as_tuples_the_collector_leaves_alone(warehouse: Any) -> None:  # noqa: F811
+    """Not the consumer's Message objects, which the cyclic collector walks at every collection
+    for as long as a batch holds them (sink.Entry)."""
+    settings, ch = warehouse
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=False)
+    sink.batch_seconds = 3600.0
+    consumer = Consumer()
+    msgs = [Msg(TOPIC, 0, i, frame(snapshot(i))) for i in range(5)]
+    for m in msgs:
+        sink.add(consumer, m)
+    [batch] = sink._pending.values()  # noqa: SLF001
+    gc.collect()
+    assert len(batch.engine) == 5
+    assert not any(gc.is_tracked(entry) for entry in batch.engine)
+    assert not any(isinstance(part, Msg) for entry in batch.engine for part in entry)
+    sink.flush_due(consumer, force=True)
+    sink.close()
+    assert consumer.committed == {(TOPIC, 0): 5}
+    assert stored(ch) == (expected_values(list(range(5))), expected_labels(list(range(5))))
 
 
 def test_the_framed_containers_are_freed_once_inserted(warehouse: Any) -> None:  # noqa: F811
