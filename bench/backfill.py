@@ -100,28 +100,25 @@ def lag_on_fetch_sink() -> type:
     return LagOnFetch
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def environment(state: Path) -> dict[str, str]:
     """Ports given in the environment are kept (several benchmarks on one machine); others are free
     ones. Flink keeps its defaults: finished files end their streams with end-of-stream markers."""
+    import socket
+
     env = dict(os.environ)
     env["FLEETPERF__STATE__DIR"] = str(state)
-    for key in (
-        "KAFKA__PORT",
-        "KAFKA__CONTROLLER_PORT",
-        "REGISTRY__PORT",
-        "FLINK__REST_PORT",
-        "WAREHOUSE__QUERY_PORT",
-        "SUPERSET__PORT",
-    ):
-        env.setdefault(f"FLEETPERF__{key}", str(free_port()))
+    keys = ["KAFKA__PORT", "KAFKA__CONTROLLER_PORT", "REGISTRY__PORT", "FLINK__REST_PORT", "WAREHOUSE__QUERY_PORT"]
+    keys.append("SUPERSET__PORT")
+    # every socket bound until all ports are picked: one after another, a port can come twice
+    socks = [socket.socket() for _ in keys]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        for key, sock in zip(keys, socks, strict=True):
+            env.setdefault(f"FLEETPERF__{key}", str(sock.getsockname()[1]))
+    finally:
+        for sock in socks:
+            sock.close()
     return env
 
 

@@ -27,6 +27,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(n: int) -> list[int]:
+    """n distinct free ports: every socket stays bound until all are picked. One free_port() after
+    another may return a port twice (the kernel may hand a just-closed port out again): a CI run's
+    Kafka and Superset got the same one, and the warehouse could not start."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            sock = socket.socket()
+            socks.append(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def docker_available() -> bool:
     if shutil.which("docker") is None:
         return False
@@ -34,14 +50,15 @@ def docker_available() -> bool:
 
 
 def _env_overrides(state_dir: Path) -> dict[str, str]:
+    kafka, controller, registry, flink, query, superset = free_ports(6)
     return {
         "FLEETPERF__STATE__DIR": str(state_dir),
-        "FLEETPERF__KAFKA__PORT": str(free_port()),
-        "FLEETPERF__KAFKA__CONTROLLER_PORT": str(free_port()),
-        "FLEETPERF__REGISTRY__PORT": str(free_port()),
-        "FLEETPERF__FLINK__REST_PORT": str(free_port()),
-        "FLEETPERF__WAREHOUSE__QUERY_PORT": str(free_port()),
-        "FLEETPERF__SUPERSET__PORT": str(free_port()),
+        "FLEETPERF__KAFKA__PORT": str(kafka),
+        "FLEETPERF__KAFKA__CONTROLLER_PORT": str(controller),
+        "FLEETPERF__REGISTRY__PORT": str(registry),
+        "FLEETPERF__FLINK__REST_PORT": str(flink),
+        "FLEETPERF__WAREHOUSE__QUERY_PORT": str(query),
+        "FLEETPERF__SUPERSET__PORT": str(superset),
         # tests wait for windows to close; keep the early flush short
         "FLEETPERF__FLINK__IDLE_FLUSH_SECONDS": "3",
         # ... and a stream that went quiet ends sooner, so its last windows become final (rollups, flags);
