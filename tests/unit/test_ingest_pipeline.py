@@ -335,3 +335,22 @@ def test_records_handed_over_in_runs_are_the_records_sent_one_by_one(
     assert again_runs == again_one
     assert again_runs[2][2] == 2  # the grown file's two new snapshots, not the three published
     assert any(topic == "dead_letters" for topic, _ in first_runs[0])  # between the runs
+
+
+def test_ingest_leaves_the_collectors_frozen_objects_as_it_found_them(
+    settings: config.Settings, nmon_file: Path
+) -> None:
+    """It freezes what is loaded for the backfill and unfreezes it after, unless the caller had
+    frozen its own already (the sink's process, warehouse.sink.quiet_gc): those stay frozen."""
+    import gc
+
+    gc.unfreeze()
+    try:
+        ingest(settings, [str(nmon_file)], UTC, progress=False, producer=RecordingProducer())  # type: ignore[arg-type]
+        assert gc.get_freeze_count() == 0
+        gc.freeze()
+        before = gc.get_freeze_count()
+        ingest(settings, [str(nmon_file)], UTC, force=True, progress=False, producer=RecordingProducer())  # type: ignore[arg-type]
+        assert gc.get_freeze_count() >= before > 0
+    finally:
+        gc.unfreeze()

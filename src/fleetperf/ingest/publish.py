@@ -374,12 +374,16 @@ def ingest(
         producer = AvroProducer(settings)
     # what is loaded by now outlives the backfill: keep the cyclic collector from walking it again
     # and again while millions of short-lived records pass (a few % of backfill time); unfrozen at
-    # the end, so that a long-lived caller's garbage is collectable again
-    gc.freeze()
+    # the end, so that a long-lived caller's garbage is collectable again. A caller that froze its
+    # own objects already (warehouse.sink.quiet_gc) keeps them frozen: unfreeze has no undo.
+    frozen_by_us = gc.get_freeze_count() == 0
+    if frozen_by_us:
+        gc.freeze()
     try:
         return _ingest_files(candidates, opts, force, progress, producer, ledger)
     finally:
-        gc.unfreeze()
+        if frozen_by_us:
+            gc.unfreeze()
 
 
 def _ingest_files(
