@@ -329,18 +329,22 @@ class NativeNmonParser:
                     run = []
                 yield from self._event(event)
                 continue
-            # as _event's "snapshot" below, the records in the same order
-            _, _number, values, snapshot, cpu, first_offset, key = event
-            if first_offset < self.resume_from:
-                continue
-            number = position(first_offset)
-            self.snapshots_emitted += 1
-            self.values_emitted += values
-            if cpu is not None:
-                run.append(("cpu_samples", key, number, cpu, 0))
-            run.append(("nmon_snapshots", key, number, snapshot, values))
+            run += self._snapshot_records(event)
         if run:
             yield EncodedRun(run)
+
+    def _snapshot_records(self, event: tuple[Any, ...]) -> list[RunRecord]:
+        """The records of a scanner "snapshot" event in their order (its cpu sample first), none
+        for a snapshot before resume_from; counted."""
+        _, _number, values, snapshot, cpu, first_offset, key = event
+        if first_offset < self.resume_from:
+            return []
+        number = position(first_offset)
+        self.snapshots_emitted += 1
+        self.values_emitted += values
+        records: list[RunRecord] = [] if cpu is None else [("cpu_samples", key, number, cpu, 0)]
+        records.append(("nmon_snapshots", key, number, snapshot, values))
+        return records
 
     def _event(self, event: tuple[Any, ...]) -> Iterator[Emitted]:
         kind = event[0]
@@ -358,15 +362,8 @@ class NativeNmonParser:
             _, topic_key, key = event
             yield Emitted(topic_key, {"value": math.nan}, key=key)
         elif kind == "snapshot":
-            _, _number, values, snapshot, cpu, first_offset, key = event
-            if first_offset < self.resume_from:
-                return
-            number = position(first_offset)
-            self.snapshots_emitted += 1
-            self.values_emitted += values
-            if cpu is not None:
-                yield Emitted("cpu_samples", {}, key=key, snapshot=number, encoded=cpu)
-            yield Emitted("nmon_snapshots", {}, key=key, snapshot=number, encoded=snapshot, values=values)
+            for topic_key, key, number, encoded, values in self._snapshot_records(event):
+                yield Emitted(topic_key, {}, key=key, snapshot=number, encoded=encoded, values=values)
         elif kind == "dead":
             _, line_no, offset, error, raw = event
             if offset < self.resume_from:
