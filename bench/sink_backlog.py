@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
+# a child (--child) imports the package of the tree its PYTHONPATH names: this one or --against's
+if "--child" not in sys.argv:
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
 # what a child prints its figures after
 MARK = "SINK_BACKLOG "
@@ -89,6 +91,7 @@ def child(bare: bool) -> None:
     r1, t1, gc_s, collections = last
     cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     figures = {"cpu": cpu, "wall": t1 - t0, "gc": gc_s, "collections": collections, "rows": rows}
+    figures["package"] = str(Path(config.__file__).parent)  # which tree ran: the parent checks
     print(MARK + json.dumps(figures), flush=True)
     sink.stop_event.set()
     thread.join(timeout=30)
@@ -157,7 +160,10 @@ def run_child(tree: Path, env: dict[str, str], bare: bool) -> dict[str, float]:
     )
     for line in out.stdout.splitlines():
         if line.startswith(MARK):
-            return json.loads(line[len(MARK) :])
+            figures = json.loads(line[len(MARK) :])
+            if Path(figures["package"]).resolve() != (tree / "src" / "fleetperf").resolve():
+                raise SystemExit(f"the child ran {figures['package']}, not {tree}'s package")
+            return figures
     raise SystemExit(f"the sink run in {tree} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
 
 
