@@ -504,6 +504,7 @@ def test_both_processes_that_run_the_sink_quiet_the_collector_once_loaded(monkey
     monkeypatch.setitem(sys.modules, "superset", types.ModuleType("superset"))
     monkeypatch.setitem(sys.modules, "superset.app", fake_app)
     monkeypatch.setattr(main, "start_services", lambda s: calls.append("sink started"))
+    monkeypatch.setenv("SUPERSET_CONFIG_PATH", "unused")  # load() sets it when absent: not for later tests
     settings = config.load()
     assert main.WarehouseApp(settings).load() == "app"
     assert calls == ["sink started", "create_app", "quiet_gc"]
