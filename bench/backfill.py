@@ -103,22 +103,14 @@ def lag_on_fetch_sink() -> type:
 def environment(state: Path) -> dict[str, str]:
     """Ports given in the environment are kept (several benchmarks on one machine); others are free
     ones. Flink keeps its defaults: finished files end their streams with end-of-stream markers."""
-    import socket
+    from tests.providers import free_ports
 
     env = dict(os.environ)
     env["FLEETPERF__STATE__DIR"] = str(state)
     keys = ["KAFKA__PORT", "KAFKA__CONTROLLER_PORT", "REGISTRY__PORT", "FLINK__REST_PORT", "WAREHOUSE__QUERY_PORT"]
     keys.append("SUPERSET__PORT")
-    # every socket bound until all ports are picked: one after another, a port can come twice
-    socks = [socket.socket() for _ in keys]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        for key, sock in zip(keys, socks, strict=True):
-            env.setdefault(f"FLEETPERF__{key}", str(sock.getsockname()[1]))
-    finally:
-        for sock in socks:
-            sock.close()
+    for key, port in zip(keys, free_ports(len(keys)), strict=True):  # distinct: picked all at once
+        env.setdefault(f"FLEETPERF__{key}", str(port))
     return env
 
 

@@ -97,30 +97,6 @@ def child(bare: bool) -> None:
     thread.join(timeout=30)
 
 
-def backlog_size(settings: object) -> int:
-    """Offsets on the topics the sink reads (Flink's transaction markers take offsets too: the
-    messages are a little fewer)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from fleetperf.kafka_avro import kafka_client_config
-
-    c = Consumer(
-        {**kafka_client_config(settings), "group.id": "bench-sink-backlog-count", "isolation.level": "read_committed"}
-    )
-    try:
-        total = 0
-        for t in settings.topics.values():  # type: ignore[attr-defined]
-            meta = c.list_topics(t.name, timeout=30).topics[t.name]
-            for p in meta.partitions:
-                tp = TopicPartition(t.name, p)
-                c.assign([tp])
-                low, high = c.get_watermark_offsets(tp, timeout=30, cached=False)
-                total += high - low
-        return total
-    finally:
-        c.close()
-
-
 def wait_for_flink(settings: object, quiet_s: float = 8.0, limit_s: float = 600.0) -> None:
     """Until the derived metrics topic stopped growing for quiet_s (Flink has read the backlog)."""
     from confluent_kafka import Consumer, TopicPartition
@@ -181,7 +157,7 @@ def main() -> int:
     if args.dir is None:
         ap.error("--dir is required")
 
-    from backfill import environment
+    from backfill import environment, partition_ends
 
     from fleetperf import config
     from fleetperf.stack.local import LocalStack
@@ -198,7 +174,8 @@ def main() -> int:
             subprocess.run(ingest, env={**env, "PYTHONPATH": str(ROOT / "src")}, check=True)
             print("waiting for Flink's derived metrics of the backlog ...", flush=True)
             wait_for_flink(settings)
-            messages = backlog_size(settings)
+            messages = sum(tp.offset for tp in partition_ends(settings))
+            # Flink's transaction markers take offsets too: the messages are a little fewer
             print(f"backlog: {messages:,} offsets on the sink's topics", flush=True)
             if not args.bare:
                 print("preparing Superset's metadata (once) ...", flush=True)

@@ -158,10 +158,9 @@ class FilePublisher:
         """send() of each record of the run, in one loop (records.EncodedRun says why). Only the
         scanner's encoded snapshot records come in runs: no dead letters, and only a batch ingest
         asks for runs, so no watermark promises."""
-        source = self.source
         resume = self.resume_snapshot
         send_encoded = self.producer.send_encoded
-        sample_topic = source.sample_topic
+        sample_topic = self.source.sample_topic
         newest = self.progress.last_snapshot
         last = {}  # (topic, key) -> its last record in the run, in order of first appearance
         sent = values = samples = 0
@@ -179,15 +178,19 @@ class FilePublisher:
                 newest = snapshot
         for topic_key, key, snapshot, encoded, n in last.values():  # a stream's last record is what ends it
             self.ends.see(Emitted(topic_key, {}, key=key, snapshot=snapshot, encoded=encoded, values=n))
-        summary = self.summary
-        summary.records += sent
-        summary.values += values
-        if samples:
-            summary.samples[f"{source.name} {source.sample_word}"] += samples
-            self.unsaved += samples
-            if source.sample_word == "snapshots":
-                summary.snapshots += samples
+        self.summary.records += sent
+        self.summary.values += values
+        self._count_samples(samples)
         self.progress.last_snapshot = newest
+
+    def _count_samples(self, n: int) -> None:
+        """n records of the source's sample topic published (summary, and the next checkpoint)."""
+        if n:
+            source = self.source
+            self.summary.samples[f"{source.name} {source.sample_word}"] += n
+            self.unsaved += n
+            if source.sample_word == "snapshots":
+                self.summary.snapshots += n
 
     def send(self, emitted: Emitted) -> None:
         self.ends.see(emitted)  # also what a resumed run skips: the file's streams end all the same
@@ -212,10 +215,7 @@ class FilePublisher:
         self.summary.records += 1
         self.summary.values += emitted.values
         if emitted.topic_key == self.source.sample_topic:
-            self.summary.samples[f"{self.source.name} {self.source.sample_word}"] += 1
-            self.unsaved += 1
-            if self.source.sample_word == "snapshots":
-                self.summary.snapshots += 1
+            self._count_samples(1)
         if emitted.snapshot:
             self.progress.last_snapshot = max(self.progress.last_snapshot, emitted.snapshot)
 
