@@ -22,10 +22,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 from fastavro import parse_schema, reader, schemaless_writer
 
 from fleetperf.warehouse.clickhouse import client
-from fleetperf.warehouse.sink import GC_GEN0_THRESHOLD, Sink, _nmon_key, object_container, quiet_gc
+from fleetperf.warehouse.sink import GC_GEN0_THRESHOLD, SMALL_BODY, Sink, _nmon_key, object_container, quiet_gc
 from tests.unit.test_sink_durability import Consumer, Msg
 from tests.unit.test_sink_nmon_engine import (
     T0,
@@ -445,9 +446,11 @@ def test_a_failed_commit_leaves_no_batch_in_flight_for_the_next_consumer(warehou
     _replayed_once(settings, ch, log, msgs, replayed=3)
 
 
-def test_a_container_of_memoryviews_past_the_header_is_the_container_of_the_bodies() -> None:
-    """The sink frames memoryviews of its messages past their 5-byte Confluent header (one copy
-    per body); fastavro's container reader is the oracle that the blocks are whole and in order."""
+def test_a_container_of_messages_past_their_header_is_the_container_of_the_bodies() -> None:
+    """The sink frames its Confluent-framed messages past their 5-byte header (skip=5): small
+    bodies copied into their block's head, large ones (SMALL_BODY and above) joined as memoryviews.
+    fastavro's container reader is the oracle that the blocks are whole and in order, on both sides
+    of the boundary and for a block size that takes three varint bytes."""
     schema = {
         "type": "record",
         "name": "R",
@@ -455,15 +458,20 @@ def test_a_container_of_memoryviews_past_the_header_is_the_container_of_the_bodi
     }
     parsed = parse_schema(schema)
     records = [{"a": i * 1_000_003, "s": "x" * (i * 37 % 300)} for i in range(200)]
+    # bodies of a long (4 bytes here), the string's length (2 bytes) and the string around SMALL_BODY
+    records += [{"a": 1 << 20, "s": "y" * (SMALL_BODY + d)} for d in (-7, -6, -5, 0, 1, 200_000)]
     bodies = []
     for r in records:
         out = io.BytesIO()
         schemaless_writer(out, parsed, r)
         bodies.append(out.getvalue())
+    assert {len(b) < SMALL_BODY for b in bodies} == {True, False}
+    assert SMALL_BODY - 1 in {len(b) for b in bodies} and SMALL_BODY in {len(b) for b in bodies}
     messages = [b"\x00\x00\x00\x00\x07" + b for b in bodies]
     schema_json = json.dumps(schema).encode()
-    framed = object_container(schema_json, [memoryview(m)[5:] for m in messages])
+    framed = object_container(schema_json, messages, skip=5)
     assert framed == object_container(schema_json, bodies)
+    assert framed == object_container(schema_json, [memoryview(m)[5:] for m in messages])
     assert list(reader(io.BytesIO(framed))) == records
     assert list(reader(io.BytesIO(object_container(schema_json, [])))) == []
 
@@ -523,3 +531,99 @@ def test_both_processes_that_run_the_sink_quiet_the_collector_once_loaded(monkey
     monkeypatch.setattr(sink_module, "Sink", FakeSink)
     assert commands.cmd_sink(None, settings) == 0  # type: ignore[arg-type]
     assert calls == ["sink made", "quiet_gc", "run"]
+
+
+class _Eof(Msg):
+    """The end of a partition, as librdkafka reports it (consume()'s error message)."""
+
+    def error(self) -> Any:  # noqa: ANN401
+        class Err:
+            def code(self) -> int:
+                return KafkaError._PARTITION_EOF  # noqa: SLF001
+
+        return Err()
+
+
+def _cuts(settings: Any, ch: Any, msgs: list[Msg], chunk: int | None) -> tuple[list[tuple], dict]:  # noqa: ANN401
+    """Every batch the sink cuts from msgs (fed one by one to add(), or `chunk` at a time to
+    add_all() as the consumer loop does), as it is when cut, and the offsets committed; the writer
+    records instead of inserting, so sink_batches holds only the ranges the test recorded."""
+    sink = Sink(settings, ch, fetch=Registry(), engine_decode=True, overlap=False)
+    sink.batch_rows = 5
+    sink.batch_seconds = 3600.0
+    cuts: list[tuple] = []
+
+    def write(batch: Any) -> None:  # noqa: ANN401
+        # a dead letter's time of writing (column 7) left out: the rest is the message's
+        rows = {
+            t: [[x for i, x in enumerate(r) if (t, i) != ("dead_letters", 6)] for r in v]
+            for t, v in batch.rows.items()
+            if v
+        }
+        cuts.append(
+            (
+                batch.token,
+                batch.recorded_last,
+                batch.messages,
+                batch.row_count,
+                batch.engine_bytes,
+                list(batch.engine),
+                rows,
+            )
+        )
+
+    sink._write = write  # noqa: SLF001
+    consumer = Consumer()
+    if chunk is None:
+        for m in msgs:
+            if m.error() is None:
+                sink.add(consumer, m)
+    else:
+        for i in range(0, len(msgs), chunk):
+            sink.add_all(consumer, msgs[i : i + chunk])
+    sink.flush_due(consumer, force=True)
+    sink.close()
+    return cuts, consumer.committed
+
+
+def test_add_all_cuts_the_batches_add_cuts_message_by_message(warehouse: Any) -> None:  # noqa: F811
+    """add_all's shortcut for engine-decoded messages makes the batches add() makes: the same
+    ranges and tokens, entries, dead letters, byte counts and commits, around recorded ranges
+    (replays cut where they were recorded, free batches stop short of them), two partitions
+    interleaved, two schema ids, a message of an unknown schema id, one too short for a header
+    and the ends of partitions."""
+    settings, ch = warehouse
+    recorded = [(0, 6, 8), (0, 30, 33), (1, 2, 4)]  # (partition, first, last) an earlier sink inserted
+    ch.insert(
+        "sink_batches",
+        [[TOPIC, p, a, b, b - a + 1] for p, a, b in recorded],
+        column_names=["topic", "partition", "first_offset", "last_offset", "messages"],
+    )
+    msgs: list[Msg] = []
+    for i in range(40):
+        for p in (0, 1) if i < 20 else (0,):
+            if (p, i) == (0, 12):
+                value = b"\0\0\0\0\x63" + frame(snapshot(i))[5:]  # id 99, unknown to the registry: a dead letter
+            elif (p, i) == (1, 7):
+                value = b"\0\0"  # no header
+            else:
+                value = frame(snapshot(i), 22 if i % 3 else 21)
+            msgs.append(Msg(TOPIC, p, i, value))
+        if i in (15, 25):
+            msgs.append(_Eof(TOPIC, 0, i + 1, None))
+    one_by_one = _cuts(settings, ch, msgs, None)
+    for chunk in (1, 7, 1000):
+        assert _cuts(settings, ch, msgs, chunk) == one_by_one, chunk
+    cuts, committed = one_by_one
+    assert committed == {(TOPIC, 0): 40, (TOPIC, 1): 20}
+    tokens = [c[0] for c in cuts]
+    # the recorded ranges were cut exactly as recorded, and no free batch crossed into one
+    for p, a, b in recorded:
+        assert f"{TOPIC}/{p}/{a}-{b}" in tokens
+    for token in tokens:
+        p, span = token.split("/")[-2:]
+        a, b = map(int, span.split("-"))
+        assert all(not (a < ra <= b or a <= rb < b) or (a, b) == (ra, rb) for rp, ra, rb in recorded if rp == int(p))
+    dead = [r for c in cuts for r in c[6].get("dead_letters", [])]
+    assert sorted((r[-4], r[-3]) for r in dead) == [(0, 12), (1, 7)]
+    assert sum(len(c[5]) for c in cuts) == 60 - 2  # every other message an engine entry

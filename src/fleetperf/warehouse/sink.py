@@ -43,7 +43,7 @@ import logging
 import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -103,6 +103,8 @@ IDLE_CUT_MIN_MESSAGES = 100
 # most batch_rows messages), and the ReplacingMergeTree rows are not merged while being inserted
 # (FINAL and background merges replace them; measured 20-30 % of the insert).
 ENGINE_INSERT_SETTINGS = {"max_insert_block_size": 10_000_000, "optimize_on_insert": 0}
+# Batch.free_until of a free batch with no recorded range ahead of it
+NO_RANGE_AHEAD = 1 << 63
 # The nmon snapshot fields a writer schema must begin with for the sink to read a message's key
 # (host_id, snapshot time) from its Avro body without decoding it (nmon_snapshot.avsc).
 NMON_KEY_FIELDS = (("host_id", "string"), ("hostname", "string"), ("ts", "long/timestamp-millis"))
@@ -183,13 +185,14 @@ class AvroDecoder:
         self._schemas: dict[int, Schema] = {}
         self._json: dict[int, bytes] = {}
         # the 5-byte header of every id seen -> the id: one slice and one lookup per message (the
-        # checks below cost 2.9 of 9 us per message of a backlog's derived metrics, cProfile)
-        self._headers: dict[bytes, int] = {}
+        # checks below cost 2.9 of 9 us per message of a backlog's derived metrics, cProfile);
+        # Sink.add_all looks ids up here itself
+        self.headers: dict[bytes, int] = {}
 
     def schema_id(self, value: bytes | None) -> int:
         """The schema id of a Confluent-framed message, its schema fetched (and cached)."""
         if value is not None:
-            known = self._headers.get(value[:5])
+            known = self.headers.get(value[:5])
             if known is not None:
                 return known
         if value is None or len(value) < 5:
@@ -200,7 +203,7 @@ class AvroDecoder:
         schema_id = int.from_bytes(value[1:5], "big")
         if schema_id not in self._schemas:
             self._schemas[schema_id] = self._fetch(schema_id)
-        self._headers[value[:5]] = schema_id  # after the fetch: an unknown id is asked for again
+        self.headers[value[:5]] = schema_id  # after the fetch: an unknown id is asked for again
         return schema_id
 
     def schema_json(self, schema_id: int) -> bytes:
@@ -231,14 +234,8 @@ def _plain(schema: Any) -> Any:  # noqa: ANN401 - a JSON value
     return schema
 
 
-def _varint(n: int) -> bytes:
-    """Avro long (zig-zag, base-128 little-endian) of a non-negative n."""
-    if n < len(_SMALL_VARINTS):
-        return _SMALL_VARINTS[n]
-    return _encode_varint(n)
-
-
 def _encode_varint(n: int) -> bytes:
+    """Avro long (zig-zag, base-128 little-endian) of a non-negative n."""
     n <<= 1
     out = bytearray()
     while n > 0x7F:
@@ -248,28 +245,41 @@ def _encode_varint(n: int) -> bytes:
     return bytes(out)
 
 
-# the block sizes of small records (cpu samples, derived metrics: 60-200 bytes) looked up, not
-# encoded: 1 of 9 us per message of a backlog's derived metrics went into encoding them (cProfile)
-_SMALL_VARINTS = [_encode_varint(n) for n in range(4096)]
+# A block's count (1) and the size of a body below SMALL_BODY bytes, looked up, not encoded: 1 of
+# 9 us per message of a backlog's derived metrics went into encoding sizes (cProfile).
+SMALL_BODY = 4096
+_BLOCK_HEADS = [b"\x02" + _encode_varint(n) for n in range(SMALL_BODY)]
 
 
-def object_container(schema_json: bytes, bodies: list[bytes | memoryview]) -> bytes:
+def object_container(schema_json: bytes, bodies: Iterable[bytes | memoryview], skip: int = 0) -> bytes:
     """Avro object container (Avro 1.11 spec, "Object Container Files"): header with the writer
     schema and codec null, then one block per body (count 1, size, body, sync marker). One block
     per message bounds each body as the message did: a short or overlong body cannot take bytes of
-    its neighbour, the reader checks the sync marker after every block.
+    its neighbour, the reader checks the sync marker after every block. `skip`: bytes before each
+    body that are left out (5: Confluent-framed messages, their header).
 
-    Every piece goes into one join, so each body is copied once (bodies may be memoryviews of the
-    messages past their Confluent header): concatenating each block first copied every byte four
-    more times, 50 of 60 ms per 27 MB of nmon snapshots' Avro (/tmp A/B, medians of 5)."""
+    A small body is copied once, into its block's head (cpu samples, derived metrics: 60-200
+    bytes); a large one (an nmon snapshot) goes into the final join as a memoryview, so each of its
+    bytes is copied once. Per 100 k derived-metric-sized messages: 174-193 ms with every body a
+    memoryview and four join pieces per block, 31-40 ms so (/tmp micro-benchmark, medians of 5;
+    py-spy had framing at 1.6 s of the consumer thread's 7 s on a fleet's backlog of 921 k
+    messages). Concatenating a large body's pieces first copied every byte four more times: 50 of
+    60 ms per 27 MB of nmon snapshots' Avro."""
     sync = hashlib.md5(schema_json).digest()  # noqa: S324 - a marker, not security; fixed per schema
     meta = {b"avro.schema": schema_json, b"avro.codec": b"null"}
-    parts: list[bytes | memoryview] = [b"Obj\x01", _varint(len(meta))]
+    parts: list[bytes | memoryview] = [b"Obj\x01", _encode_varint(len(meta))]
     for k, v in meta.items():
-        parts += (_varint(len(k)), k, _varint(len(v)), v)
+        parts += (_encode_varint(len(k)), k, _encode_varint(len(v)), v)
     parts += (b"\x00", sync)
+    heads, append = _BLOCK_HEADS, parts.append
     for body in bodies:
-        parts += (b"\x02", _varint(len(body)), body, sync)
+        n = len(body) - skip
+        if n < SMALL_BODY:
+            append(heads[n] + body[skip:])
+        else:
+            append(b"\x02" + _encode_varint(n))
+            append(memoryview(body)[skip:])
+        append(sync)
     return b"".join(parts)
 
 
@@ -306,6 +316,9 @@ class Batch:
     nmon_keys_unknown: bool = False
     # the tables its rows go to, taken when it is cut (the writer adds dead letters to `rows` later)
     tables: frozenset[str] = frozenset()
+    # a free batch: the first offset of the next recorded range (Sink.add_all adds the messages
+    # before it); a recorded range's batch: -1, every message goes through Sink.add
+    free_until: int = -1
 
     @property
     def last(self) -> int:
@@ -547,16 +560,7 @@ class Sink:
                             probe.close()
                             probe = None
                     lag_checked = time.monotonic()
-                for msg in messages:
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            continue
-                        if err.fatal():
-                            raise KafkaException(err)
-                        log.warning("consume error (librdkafka retries): %s", err)
-                        continue
-                    self.add(consumer, msg)
+                self.add_all(consumer, messages)
                 if len(messages) >= want:
                     backlog = True
                 self.flush_due(consumer, idle=not messages, idle_min=0 if backlog else IDLE_CUT_MIN_MESSAGES)
@@ -576,6 +580,41 @@ class Sink:
                 consumer.close()
 
     # --- batching -----------------------------------------------------------------------------
+    def add_all(self, consumer: Any, messages: list[Any]) -> None:  # noqa: ANN401 - a Consumer or a test double
+        """What one consume() returned, message by message, as add() takes them. An engine-decoded
+        message of a known schema id joining a free batch short of the next recorded range is
+        added here without add()'s calls (the range lookup, the decode step): on a fleet's backlog
+        of 921 k small messages those were 3 of the consumer thread's 7 s (py-spy); everything
+        else (errors, a batch's first message, recorded ranges, unknown ids) goes through add()."""
+        pending, engine_tables, known = self._pending, self.engine_tables, self.decode.headers
+        batch_rows = self.batch_rows
+        for msg in messages:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if err.fatal():
+                    raise KafkaException(err)
+                log.warning("consume error (librdkafka retries): %s", err)
+                continue
+            topic = msg.topic()
+            table = engine_tables.get(topic)
+            if table is not None:
+                batch = pending.get((topic, msg.partition()))
+                if batch is not None:
+                    offset, value = msg.offset(), msg.value()
+                    schema_id = known.get(value[:5]) if value is not None else None
+                    if offset < batch.free_until and schema_id is not None:
+                        batch.engine.append((table, schema_id, offset, value, msg.key()))
+                        batch.engine_bytes += len(value)
+                        batch.messages += 1
+                        batch.row_count += 1
+                        batch.last_seen = offset
+                        if max(batch.messages, batch.row_count) >= batch_rows or batch.engine_bytes >= BATCH_BYTES:
+                            self._flush(consumer, batch)
+                        continue
+            self.add(consumer, msg)
+
     def add(self, consumer: Any, msg: Any) -> None:  # noqa: ANN401 - a Consumer or a test double
         """One message into its partition's batch; cuts the batch where a recorded range ends."""
         key = (msg.topic(), msg.partition())
@@ -593,6 +632,8 @@ class Sink:
         if batch is None:
             inside = recorded is not None and recorded[0] <= offset
             batch = Batch(key[0], key[1], recorded[0] if inside else offset, recorded[1] if inside else None)
+            if not inside:  # add_all may add to it alone up to the next recorded range
+                batch.free_until = recorded[0] if recorded is not None else NO_RANGE_AHEAD
             self._pending[key] = batch
         self._decode_into(msg, batch)
         if batch.recorded_last is not None:
@@ -847,8 +888,8 @@ class Sink:
         consumer.commit(offsets=[TopicPartition(batch.topic, batch.partition, batch.last_seen + 1)], asynchronous=False)
         for table, rows in batch.rows.items():
             self.rows_written[table] += len(rows)
-        for entry in batch.engine:
-            self.rows_written[entry[0]] += 1
+        if batch.engine:  # a batch is one topic's: every engine-decoded entry goes to one table
+            self.rows_written[batch.engine[0][0]] += len(batch.engine)
         self.batches += 1
         self._backoff = BACKOFF_FIRST_S
 
@@ -903,7 +944,7 @@ class Sink:
         )
 
     def _container(self, schema_id: int, msgs: list[Entry]) -> bytes:
-        return object_container(self.decode.schema_json(schema_id), [memoryview(e[3])[5:] for e in msgs])
+        return object_container(self.decode.schema_json(schema_id), [e[3] for e in msgs], skip=5)
 
     @staticmethod
     def _groups(batch: Batch) -> dict[tuple[str, int], list[Entry]]:
