@@ -38,6 +38,8 @@ IDS = {
     32: ("cpu_samples", _schemas("cpu_samples")[1]),
     41: ("derived_metrics", _schemas("derived_metrics")[0]),
     42: ("derived_metrics", _schemas("derived_metrics")[1]),
+    51: ("anomaly_flags", _schemas("anomaly_flags")[0]),
+    52: ("anomaly_flags", _schemas("anomaly_flags")[1]),
 }
 PARSED = {sid: parse_schema(schema) for sid, (_key, schema) in IDS.items()}
 
@@ -95,6 +97,31 @@ def derived_metric(i: int) -> dict[str, Any]:
     }
 
 
+def anomaly_flag(i: int) -> dict[str, Any]:
+    baseline = i % 2 == 1
+    return {
+        "entity_id": f"lpar{i % 3}",
+        "entity_name": "" if i == 4 else f"LPAR Ü{i % 3}",
+        "metric": ("busy_pct", "steal_pct", "physc")[i % 3],
+        "rule": "baseline" if baseline else f"rule-{i}",
+        "kind": "baseline" if baseline else "rule",
+        "window_start": T0 + timedelta(minutes=i),
+        "window_end": T0 + timedelta(minutes=i + 1),
+        "observed": -1.5e-7 if i == 2 else 97.125 + i,
+        "threshold": None if i == 3 else 90.0,
+        "baseline": 12.5 if baseline else None,
+        "severity": ("warning", "critical")[i % 2],
+        "explanation": f"steal {i} % > 10 % (DOMAIN.md §4 — ü)",
+        "incident_id": f"lpar{i % 3}|m|r|{i}",
+        "incident_start": T0 + timedelta(minutes=i - 2),
+        "incident_end": T0 + timedelta(minutes=i + 1) if i % 4 == 0 else None,
+        "incident_peak": 99.5,
+        "incident_windows": 2**31 - 1 if i == 1 else i,
+        "emitted_at": T0 + timedelta(minutes=i + 1, milliseconds=7),
+        **({"note": "v2"} if i % 3 == 1 else {}),
+    }
+
+
 def naive(ts: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None)
 
@@ -102,6 +129,7 @@ def naive(ts: datetime) -> datetime:
 # written out from the records above, in the table's column order (the schemas' fields)
 CPU_COLUMNS = [f["name"] for f in IDS[31][1]["fields"]]
 DERIVED_COLUMNS = [f["name"] for f in IDS[41][1]["fields"]]
+FLAG_COLUMNS = [f["name"] for f in IDS[51][1]["fields"]]
 
 
 def expected(records: list[dict[str, Any]], columns: list[str]) -> list[tuple]:
@@ -128,10 +156,12 @@ def _run(settings: config.Settings, ch: Any, msgs: list[Msg], engine: bool = Tru
 
 
 def test_these_topics_are_read_by_the_engine_into_their_own_tables() -> None:
-    assert ENGINE_DECODED["cpu_samples"] is None and ENGINE_DECODED["derived_metrics"] is None
+    for key in ("cpu_samples", "derived_metrics", "anomaly_flags"):
+        assert ENGINE_DECODED[key] is None
     sink = Sink(SETTINGS, ch=None, fetch=registry)  # type: ignore[arg-type] - no insert here
     assert sink.engine_tables[SETTINGS.topic("cpu_samples").name] == "cpu_samples"
     assert sink.engine_tables[SETTINGS.topic("derived_metrics").name] == "derived_metrics"
+    assert sink.engine_tables[SETTINGS.topic("anomaly_flags").name] == "anomaly_flags"
     # named columns: the others (ingested_at) take their defaults
     assert sink.engine_columns["derived_metrics"] == DERIVED_COLUMNS
     assert sink.engine_columns["nmon_snapshots_in"] is None
@@ -142,6 +172,7 @@ def test_these_topics_are_read_by_the_engine_into_their_own_tables() -> None:
     [
         ("cpu_samples", cpu_sample, (31, 32), CPU_COLUMNS),
         ("derived_metrics", derived_metric, (41, 42), DERIVED_COLUMNS),
+        ("anomaly_flags", anomaly_flag, (51, 52), FLAG_COLUMNS),
     ],
 )
 def test_engine_decoded_records_make_exactly_their_rows(

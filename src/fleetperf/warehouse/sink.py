@@ -81,10 +81,13 @@ DEDUP_SETTINGS = {
 #   cpu samples, ~620 k derived metrics; py-spy: the sink's Python decode and Native encoding of
 #   them were most of its 10-15 CPU-s). 100 k derived metrics into derived_metrics: 1.43-1.62 CPU-s
 #   decoded in Python, 0.28-0.34 CPU-s read by the engine (the same rows).
+# - Flink's anomaly flags: one row per record as the two above; a fleet with anomalies has tens of
+#   thousands (the simulated fleet: ~17 k, 0.35 s of the consumer thread decoding them, py-spy).
 ENGINE_DECODED: dict[str, str | None] = {
     "nmon_snapshots": "nmon_snapshots_in",
     "cpu_samples": None,
     "derived_metrics": None,
+    "anomaly_flags": None,
 }
 # An engine-decoded batch is also cut at this many bytes of Avro: one insert's input is one block
 # in the engine (so a broken message fails it before anything is written, sql/017), and ~500
