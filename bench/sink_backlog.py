@@ -9,7 +9,10 @@ and then runs the sink over that backlog --runs times, each in a fresh process t
 Superset's app as the warehouse process does (--bare: not), on a fresh database and consumer
 group, until every message is written. Printed per run and as medians: the process's CPU seconds
 (engine threads included), wall seconds, and the time spent inside garbage collections
-(gc.callbacks) with their count.
+(gc.callbacks) with their count; per run also when the inserts ran: the first one's start, the
+seconds with one writer thread inserting and with two, and how long the reading thread waited for
+a free writer (a sink bound by the engine keeps both writers busy; one bound by its own reading
+leaves them idle).
 
 --against REV runs REV's sink (its tree checked out beside, compiled apart; nothing of it touches
 ./.venv) in runs alternating with this tree's, on the same backlog, and prints the ratios.
@@ -75,6 +78,7 @@ def child(bare: bool) -> None:
     )
     ch, _ = migrate(own)
     sink = sink_module.Sink(own, ch)
+    inserts, waits = _timeline(sink)
     gc.callbacks.append(timed)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     thread = threading.Thread(target=sink.run, daemon=True)
@@ -91,10 +95,53 @@ def child(bare: bool) -> None:
     r1, t1, gc_s, collections = last
     cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     figures = {"cpu": cpu, "wall": t1 - t0, "gc": gc_s, "collections": collections, "rows": rows}
+    figures.update(_busy(inserts, t0, t1), waited=sum(waits))
     figures["package"] = str(Path(config.__file__).parent)  # which tree ran: the parent checks
     print(MARK + json.dumps(figures), flush=True)
     sink.stop_event.set()
     thread.join(timeout=30)
+
+
+def _timeline(sink: object) -> tuple[list[tuple[float, float]], list[float]]:
+    """Records when each batch's inserts ran (the writer threads) and how long the consumer thread
+    waited for a writer: whether the sink is bound by the engine or by its own reading."""
+    inserts: list[tuple[float, float]] = []
+    waits: list[float] = []
+    write, written = sink._write, getattr(sink, "_written", None)  # noqa: SLF001
+
+    def timed_write(batch: object) -> None:
+        start = time.monotonic()
+        try:
+            write(batch)
+        finally:
+            inserts.append((start, time.monotonic()))
+
+    def timed_written() -> object:
+        start = time.monotonic()
+        try:
+            return written()
+        finally:
+            waits.append(time.monotonic() - start)
+
+    sink._write = timed_write  # noqa: SLF001
+    if written is not None:
+        sink._written = timed_written  # noqa: SLF001
+    return inserts, waits
+
+
+def _busy(inserts: list[tuple[float, float]], t0: float, t1: float) -> dict[str, float]:
+    """The first insert's start (from the sink's), and the seconds until the last rows with one
+    writer inserting and with two or more."""
+    events = sorted([(a, 1) for a, _ in inserts] + [(b, -1) for _, b in inserts])
+    busy, last, one, more = 0, t0, 0.0, 0.0
+    for when, step in events:
+        if busy == 1:
+            one += min(when, t1) - last
+        elif busy > 1:
+            more += min(when, t1) - last
+        busy, last = busy + step, min(when, t1)
+    first = min((a for a, _ in inserts), default=t0) - t0
+    return {"first_insert": first, "one_writer": one, "two_writers": more, "inserts": len(inserts)}
 
 
 def wait_for_flink(settings: object, quiet_s: float = 8.0, limit_s: float = 600.0) -> None:
@@ -188,7 +235,10 @@ def main() -> int:
                     results[name].append(r)
                     print(
                         f"  run {run} {name}: {r['cpu']:.2f} CPU-s, {r['wall']:.2f} s wall, "
-                        f"{r['gc']:.2f} s in {r['collections']} collections, {r['rows']:,} rows",
+                        f"{r['gc']:.2f} s in {r['collections']} collections, {r['rows']:,} rows; "
+                        f"first insert at {r['first_insert']:.2f} s, then {r['inserts']} inserts with one "
+                        f"writer busy {r['one_writer']:.2f} s and two {r['two_writers']:.2f} s, the "
+                        f"reading thread waiting for a writer {r['waited']:.2f} s",
                         flush=True,
                     )
         finally:
