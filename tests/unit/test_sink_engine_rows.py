@@ -1,5 +1,5 @@
-"""Cpu samples and derived metrics read by the engine (sink.ENGINE_DECODED, issue 24 goal 1: a
-fleet's backfill is mostly these small records) store exactly the rows of their records.
+"""Cpu samples, derived metrics and anomaly flags read by the engine (sink.ENGINE_DECODED, issue 24
+goal 1: a fleet's backfill is mostly these small records) store exactly the rows of their records.
 
 The expected rows are written out here from the records this test encodes (not through the sink's
 RowMapper); the Python path (engine_decode=False) runs beside it as a second check. Edge values

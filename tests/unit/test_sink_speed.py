@@ -626,4 +626,4 @@ def test_add_all_cuts_the_batches_add_cuts_message_by_message(warehouse: Any) ->
         assert all(not (a < ra <= b or a <= rb < b) or (a, b) == (ra, rb) for rp, ra, rb in recorded if rp == int(p))
     dead = [r for c in cuts for r in c[6].get("dead_letters", [])]
     assert sorted((r[-4], r[-3]) for r in dead) == [(0, 12), (1, 7)]
-    assert sum(len(c[5]) for c in cuts) == 60 - 2  # every other message an engine entry
+    assert sum(len(c[5]) for c in cuts) == 60 - 2  # every message but the two dead letters an engine entry
