@@ -323,6 +323,18 @@ class Batch:
     # before it); a recorded range's batch: -1, every message goes through Sink.add
     free_until: int = -1
 
+    def add_engine(self, entry: Entry) -> None:
+        """One engine-decoded message (Sink.add and Sink.add_all both take them in here)."""
+        self.engine.append(entry)
+        self.engine_bytes += len(entry[3])
+        self.messages += 1
+        self.row_count += 1
+        self.last_seen = entry[2]
+
+    def full(self, batch_rows: int) -> bool:
+        """A free batch is cut here: batch_rows messages or rows, or BATCH_BYTES of Avro."""
+        return max(self.messages, self.row_count) >= batch_rows or self.engine_bytes >= BATCH_BYTES
+
     @property
     def last(self) -> int:
         return self.recorded_last if self.recorded_last is not None else self.last_seen
@@ -608,12 +620,8 @@ class Sink:
                     offset, value = msg.offset(), msg.value()
                     schema_id = known.get(value[:5]) if value is not None else None
                     if offset < batch.free_until and schema_id is not None:
-                        batch.engine.append((table, schema_id, offset, value, msg.key()))
-                        batch.engine_bytes += len(value)
-                        batch.messages += 1
-                        batch.row_count += 1
-                        batch.last_seen = offset
-                        if max(batch.messages, batch.row_count) >= batch_rows or batch.engine_bytes >= BATCH_BYTES:
+                        batch.add_engine((table, schema_id, offset, value, msg.key()))
+                        if batch.full(batch_rows):
                             self._flush(consumer, batch)
                         continue
             self.add(consumer, msg)
@@ -642,7 +650,7 @@ class Sink:
         if batch.recorded_last is not None:
             if offset >= batch.recorded_last:
                 self._flush(consumer, batch)
-        elif max(batch.messages, batch.row_count) >= self.batch_rows or batch.engine_bytes >= BATCH_BYTES:
+        elif batch.full(self.batch_rows):
             self._flush(consumer, batch)
 
     def flush_due(self, consumer: Any, force: bool = False, idle: bool = False, idle_min: int = 0) -> None:  # noqa: ANN401
@@ -689,12 +697,11 @@ class Sink:
                 with self._counter_lock:
                     self.undecodable += 1
                 batch.rows["dead_letters"].append(self._dead_letter(msg, str(exc)))
+                batch.messages += 1
+                batch.row_count += 1
+                batch.last_seen = offset
             else:
-                batch.engine.append((table, schema_id, offset, value, msg.key()))
-                batch.engine_bytes += len(value)
-            batch.messages += 1
-            batch.row_count += 1
-            batch.last_seen = offset
+                batch.add_engine((table, schema_id, offset, value, msg.key()))
             return
         try:
             record = self.decode(msg.value())
