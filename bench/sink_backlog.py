@@ -4,15 +4,15 @@
 loaded (409 k Python objects); bench/backfill.py runs it in its own lighter process. What the
 process holds matters to the sink: the cyclic garbage collector walks it. This script starts Kafka,
 the registry and the Flink job (local stack, free ports, a temporary state directory), publishes
---dir's nmon files with `fleetperf ingest`, waits until Flink has written their derived metrics,
-and then runs the sink over that backlog --runs times, each in a fresh process that first loads
-Superset's app as the warehouse process does (--bare: not), on a fresh database and consumer
-group, until every message is written. Printed per run and as medians: the process's CPU seconds
-(engine threads included), wall seconds, and the time spent inside garbage collections
-(gc.callbacks) with their count; per run also when the inserts ran: the first one's start, the
-seconds with one writer thread inserting and with two, and how long the reading thread waited for
-a free writer (a sink bound by the engine keeps both writers busy; one bound by its own reading
-leaves them idle).
+--dir's nmon files with `fleetperf ingest` (or runs each --ingest's arguments: any source), waits
+until Flink has written their derived metrics, and then runs the sink over that backlog --runs
+times, each in a fresh process that first loads Superset's app as the warehouse process does
+(--bare: not), on a fresh database and consumer group, until every message is written. Printed per
+run and as medians: the process's CPU seconds (engine threads included), wall seconds, and the time
+spent inside garbage collections (gc.callbacks) with their count; per run also when the inserts
+ran: the first one's start, the seconds with one writer thread inserting and with two, and how long
+the reading thread waited for a free writer (a sink bound by the engine keeps both writers busy;
+one bound by its own reading leaves them idle).
 
 --against REV runs REV's sink (its tree checked out beside, compiled apart; nothing of it touches
 ./.venv) in runs alternating with this tree's, on the same backlog, and prints the ratios.
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -193,6 +194,14 @@ def run_child(tree: Path, env: dict[str, str], bare: bool) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, help="nmon files to publish (e.g. from ./fleetperf simulate --sources nmon)")
+    ap.add_argument(
+        "--ingest",
+        action="append",
+        default=[],
+        metavar="ARGS",
+        help="the arguments of one `fleetperf ingest` to publish instead of --dir (repeatable; e.g. the commands "
+        "`./fleetperf simulate --out DIR` prints, for a backlog of every source)",
+    )
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--against", help="an earlier commit whose sink runs alternate with this tree's")
     ap.add_argument("--bare", action="store_true", help="without Superset's app in the sink's process")
@@ -201,8 +210,9 @@ def main() -> int:
     if args.child:
         child(args.bare)
         return 0
-    if args.dir is None:
-        ap.error("--dir is required")
+    if (args.dir is None) == (not args.ingest):
+        ap.error("give --dir or --ingest")
+    ingests = [shlex.split(a) for a in args.ingest] if args.ingest else [[str(args.dir)]]
 
     from backfill import environment, partition_ends
 
@@ -217,13 +227,22 @@ def main() -> int:
         against = checkout(args.against, Path(tmp)) if args.against else None
         try:
             stack.start(only=("kafka", "registry", "flink"))
-            ingest = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--no-progress", str(args.dir)]
-            subprocess.run(ingest, env={**env, "PYTHONPATH": str(ROOT / "src")}, check=True)
+            for ingest in ingests:
+                argv = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--no-progress", *ingest]
+                subprocess.run(argv, env={**env, "PYTHONPATH": str(ROOT / "src")}, check=True)
             print("waiting for Flink's derived metrics of the backlog ...", flush=True)
             wait_for_flink(settings)
-            messages = sum(tp.offset for tp in partition_ends(settings))
+            ends = partition_ends(settings)
+            per_topic: dict[str, int] = {}
+            for tp in ends:
+                per_topic[tp.topic] = per_topic.get(tp.topic, 0) + tp.offset
             # Flink's transaction markers take offsets too: the messages are a little fewer
-            print(f"backlog: {messages:,} offsets on the sink's topics", flush=True)
+            print(
+                f"backlog: {sum(per_topic.values()):,} offsets on the sink's topics ("
+                + ", ".join(f"{t} {n:,}" for t, n in sorted(per_topic.items()) if n)
+                + ")",
+                flush=True,
+            )
             if not args.bare:
                 print("preparing Superset's metadata (once) ...", flush=True)
                 superset_setup.prepare(settings, stack.superset_env())
