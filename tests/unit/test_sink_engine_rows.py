@@ -41,6 +41,19 @@ IDS = {
     51: ("anomaly_flags", _schemas("anomaly_flags")[0]),
     52: ("anomaly_flags", _schemas("anomaly_flags")[1]),
 }
+# the other collectors' topics (records made from their schemas below): ids 61, 62; 71, 72; ...
+OTHER_KEYS = (
+    "sysstat_samples",
+    "zvm_guest_samples",
+    "zvm_system_samples",
+    "lpar_samples",
+    "hpm_samples",
+    "net_port_samples",
+    "host_configs",
+)
+OTHER_IDS = {key: (61 + 10 * n, 62 + 10 * n) for n, key in enumerate(OTHER_KEYS)}
+for _key, (_v1, _v2) in OTHER_IDS.items():
+    IDS[_v1], IDS[_v2] = ((_key, schema) for schema in _schemas(_key))
 PARSED = {sid: parse_schema(schema) for sid, (_key, schema) in IDS.items()}
 
 
@@ -201,6 +214,86 @@ def test_engine_decoded_records_make_exactly_their_rows(
     python, _ = _run(settings, ch, msgs, engine=False)
     assert python.rows_written == {topic.table: 9}
     assert stored(ch, topic.table, columns) == expected(records, columns)
+
+
+def made(schema: Any, i: int, name: str) -> Any:  # noqa: ANN401
+    """A value of an Avro type for record i, varied over i: NULLs, empty and non-empty maps and
+    arrays, extremes of int and long, tiny, negative and large doubles, non-ASCII text, false."""
+    if isinstance(schema, list):  # ["null", T]
+        return None if i % 3 == 1 else made(schema[1], i, name)
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        if schema.get("logicalType") == "timestamp-millis":
+            return T0 + timedelta(seconds=30 * i, milliseconds=i)
+        if kind == "record":
+            return {f["name"]: made(f["type"], i + n, f["name"]) for n, f in enumerate(schema["fields"])}
+        if kind == "map":
+            return {f"{name}-{k}-ü": made(schema["values"], i + k, name) for k in range(i % 4)}
+        if kind == "array":
+            return [made(schema["items"], i + k, name) for k in range(i % 3)]
+        return made(kind, i, name)
+    return {
+        "string": ("", f"{name}-{i}", f"LNX Ü{i} — ü", f"0{i}"),
+        "long": (0, -1, 2**62 + i, 2**53 + 1),
+        "int": (0, -7, 2**31 - 1, -(2**31)),
+        "double": (0.0, -1.5e-7, 1e12 + 0.5, 97.125),
+        "boolean": (False, True, True, False),
+    }[schema][i % 4]
+
+
+def flat(value: Any) -> Any:  # noqa: ANN401
+    """A stored or expected value in one comparable form: maps and records as sorted items, arrays
+    and tuples as tuples, timestamps naive UTC."""
+    if isinstance(value, datetime):
+        return naive(value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, flat(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(flat(v) for v in value)
+    return value
+
+
+def expected_flat(records: list[dict[str, Any]], columns: list[str]) -> list[tuple]:
+    # an array of records is an Array(Tuple) of named elements, which the client returns as dicts
+    return sorted((tuple(flat(r[c]) for c in columns) for r in records), key=repr)
+
+
+def stored_flat(ch: Any, table: str, columns: list[str]) -> list[tuple]:  # noqa: ANN401
+    rows = ch.query(f"SELECT {', '.join(columns)} FROM {table}").result_rows
+    return sorted((tuple(flat(v) for v in row) for row in rows), key=repr)
+
+
+@pytest.mark.parametrize("key", OTHER_KEYS)
+def test_the_other_collectors_records_are_read_by_the_engine_into_exactly_their_rows(
+    warehouse: Any,  # noqa: ANN401
+    key: str,
+) -> None:
+    settings, ch = warehouse
+    topic = settings.topic(key)
+    assert ENGINE_DECODED[key] is None
+    v1, v2 = OTHER_IDS[key]
+    schema = IDS[v1][1]
+    columns = [f["name"] for f in schema["fields"]]
+    records = [made(schema, i, key) for i in range(12)]
+    for i, r in enumerate(records):  # a distinct sorting key per record, whatever the table's
+        r.update({c: T0 + timedelta(minutes=i) for c in ("ts",) if c in r})
+        if i % 3 == 2:
+            r["note"] = "v2"
+    msgs = [Msg(topic.name, 0, i, frame(r, v2 if "note" in r else v1)) for i, r in enumerate(records)]
+    sink, consumer = _run(settings, ch, msgs)
+    assert sink.engine_tables[topic.name] == topic.table
+    assert consumer.committed == {(topic.name, 0): 12} and sink.undecodable == 0
+    assert sink.rows_written == {topic.table: 12}
+    want = expected_flat(records, columns)
+    assert stored_flat(ch, topic.table, columns) == want
+    assert ch.query(f"SELECT min(ingested_at) > '2026-01-01' FROM {topic.table}").result_rows == [(True,)]
+
+    # the Python path into the same table after a truncate: the same rows
+    for table in (topic.table, "sink_batches"):
+        ch.command(f"TRUNCATE TABLE {table}")
+    python, _ = _run(settings, ch, msgs, engine=False)
+    assert python.engine_tables == {} and python.rows_written == {topic.table: 12}
+    assert stored_flat(ch, topic.table, columns) == want
 
 
 def test_a_broken_derived_metric_is_a_dead_letter_and_its_batch_goes_in(warehouse: Any) -> None:  # noqa: ANN401
