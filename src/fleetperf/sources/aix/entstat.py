@@ -18,7 +18,8 @@ from typing import NamedTuple
 from fleetperf.sources.aix.errors import MAX_LINE, CommandOutputError, Problem, counter, numbered
 
 _BLOCK = re.compile(r"^\s*ETHERNET STATISTICS \(([A-Za-z0-9_]{1,32})\)\s*:")
-_STATE_HEADER = re.compile(r"^\s*(Actor|Partner) State:\s*$")
+# the line before a port's LACP state keys (leading and trailing space aside)
+_STATE_HEADERS = {"Actor State:": "Actor", "Partner State:": "Partner"}
 _MAX_TEXT = 200  # longest text value kept (device type, LACP state)
 
 
@@ -94,78 +95,89 @@ def parse(text: str) -> EntstatReport:
 def read(text: str) -> EntstatReport:
     """Every adapter block of an output, with the problems of its lines (report.problems). Raises
     CommandOutputError only when there is no adapter block at all."""
+    # Each line is looked at with plain string tests before any pattern (a block header starts with
+    # "ETHERNET", a state header is one of two exact lines, a line without ':' holds no pair) and
+    # its pairs are found once. Per line, the closure made for `problem`, the two regex matches, a
+    # set of its characters and a second `pairs` scan in the aggregate step took 0.42 CPU-s for
+    # 577 captures (106,168 lines); now 0.23.
     report = EntstatReport()
     adapter: Adapter | None = None
     state_target: dict[str, str] | None = None
     in_table = False
-    for line_no, offset, raw in numbered(text):
 
-        def problem(message: str, line_no: int = line_no, offset: int = offset, raw: str = raw) -> None:
-            report.problems.append(Problem(line_no, offset, message, raw[:1024]))
+    def problem(where: tuple[int, int, str], message: str) -> None:
+        line_no, offset, raw = where
+        report.problems.append(Problem(line_no, offset, message, raw[:1024]))
 
+    for where in numbered(text):
+        raw = where[2]
         if len(raw) > MAX_LINE:
-            problem(f"line longer than {MAX_LINE} characters")
+            problem(where, f"line longer than {MAX_LINE} characters")
             continue
         line = raw.rstrip()
-        stripped = line.strip()
-        m = _BLOCK.match(line)
+        stripped = line.lstrip()  # line.strip(); `\s` of the patterns is str.isspace, as strip's
+        m = _BLOCK.match(line) if stripped.startswith("ETHERNET STATISTICS (") else None
         if m:
             state_target, in_table = None, False
             if m.group(1) in report.adapters:
                 # two captures in one file (or a block repeated): its counters would silently
                 # replace the first block's, and this output gives no time of its own for them
-                problem(f"second block for {m.group(1)} (two captures in one file?): its lines are skipped")
+                problem(where, f"second block for {m.group(1)} (two captures in one file?): its lines are skipped")
                 adapter = None
                 continue
             adapter = report.adapters[m.group(1)] = Adapter(m.group(1))
             continue
-        if adapter is None or not stripped or set(stripped) <= {"-", "=", "."}:
+        if adapter is None or not stripped.strip("-=."):  # nothing, or a rule of - = .
             continue
         if stripped.startswith("Transmit Statistics:"):
             in_table = True
             continue
-        sm = _STATE_HEADER.match(line)
-        if sm:
-            state_target = adapter.actor_state if sm.group(1) == "Actor" else adapter.partner_state
+        state = _STATE_HEADERS.get(stripped)
+        if state is not None:
+            state_target = adapter.actor_state if state == "Actor" else adapter.partner_state
             continue
         key, sep, value = stripped.partition(":")
-        if state_target is not None and sep and key.strip() in _STATE_KEYS:
-            state_target[key.strip()] = value.strip()[:_MAX_TEXT]
+        key = key.rstrip()  # stripped has no leading space
+        if state_target is not None and sep and key in _STATE_KEYS:
+            state_target[key] = value.strip()[:_MAX_TEXT]
             continue
         state_target = None
-        aggregate = _aggregate_line(report, adapter, stripped)
-        if isinstance(aggregate, str):
-            problem(aggregate)
-        if aggregate:
+        if stripped.startswith(_AGGREGATE_FIELDS) and _aggregate_field(report, stripped):
             continue
-        found = pairs(line)
+        found = pairs(line) if sep else []  # a pair needs a ':'
+        if not adapter.actor_state and report.aggregation_status is not None:
+            aggregate = _aggregate_lacp(report, found)
+            if isinstance(aggregate, str):
+                problem(where, aggregate)
+            if aggregate:
+                continue
         if not found:
             in_table = in_table and not stripped.endswith(":")  # a new titled section ends the table
             continue
-        if key.strip() in _LACP_COUNTERS and adapter.actor_state:
+        if key in _LACP_COUNTERS and adapter.actor_state:
             number = counter(value.strip())
             if isinstance(number, str):
-                problem(f"{key.strip()} {number}: left out")
+                problem(where, f"{key} {number}: left out")
             else:
-                adapter.lacp[key.strip()] = number
+                adapter.lacp[key] = number
             continue
         if not in_table and not any(p.key.strip() in _TABLE_COUNTERS for p in found):
-            if key.strip() == "Device Type":
+            if key == "Device Type":
                 adapter.device_type = value.strip()[:_MAX_TEXT]
             if len(adapter.info) < 256:
-                adapter.info.setdefault(key.strip()[:_MAX_TEXT], value.strip()[:_MAX_TEXT])
+                adapter.info.setdefault(key[:_MAX_TEXT], value.strip()[:_MAX_TEXT])
             continue
         for pm in found:
             # two columns: Transmit left, Receive right; a lone value indented to the right is Receive
             receive = pm is not found[0] or pm.start >= _RIGHT_COLUMN
             name = pm.key.strip()
             if len(name) > _MAX_TEXT:
-                problem("statistic name too long: left out")
+                problem(where, "statistic name too long: left out")
                 continue
             number = counter(pm.value)
             if isinstance(number, str):
                 if name in _TABLE_COUNTERS:
-                    problem(f"{name} {number}: left out")
+                    problem(where, f"{name} {number}: left out")
                 continue  # e.g. "Max Packets on S/W Transmit Queue: 0" is fine, text values are not counters
             (adapter.receive if receive else adapter.transmit)[name] = number
     if not report.adapters:
@@ -234,8 +246,11 @@ _LACP_COUNTERS = {
 }
 
 
-def _aggregate_line(report: EntstatReport, adapter: Adapter, stripped: str) -> bool | str:
-    """Aggregation-level lines of the EtherChannel block (they are not Transmit/Receive pairs)."""
+_AGGREGATE_FIELDS = ("Aggregation status:", "Hash mode:", "Operating mode:")
+
+
+def _aggregate_field(report: EntstatReport, stripped: str) -> bool:
+    """Aggregation-level fields of the EtherChannel block (they are not Transmit/Receive pairs)."""
     if stripped.startswith("Aggregation status:"):
         report.aggregation_status = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
         return True
@@ -245,19 +260,24 @@ def _aggregate_line(report: EntstatReport, adapter: Adapter, stripped: str) -> b
     if stripped.startswith("Operating mode:"):
         report.operating_mode = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
         return True
-    if not adapter.actor_state and report.aggregation_status is not None:
-        found: bool | str = False
-        for pm in pairs(stripped):
-            key = pm.key.strip()
-            if key.startswith("LACPDU Interval"):
-                found = found or True
-                continue
-            if key in _LACP_COUNTERS:
-                number = counter(pm.value)
-                if isinstance(number, str):
-                    found = f"{key} {number}: left out"
-                else:
-                    report.aggregate_lacp[key] = number
-                    found = found or True
-        return found
     return False
+
+
+def _aggregate_lacp(report: EntstatReport, found: list[Pair]) -> bool | str:
+    """The aggregation's LACPDU counters, on the lines after its status and before any member's
+    Actor State: True if the line held one (or the LACPDU interval), a message if one was not a
+    counter (left out), False if the line is something else."""
+    aggregate: bool | str = False
+    for pm in found:
+        key = pm.key.strip()
+        if key.startswith("LACPDU Interval"):
+            aggregate = aggregate or True
+            continue
+        if key in _LACP_COUNTERS:
+            number = counter(pm.value)
+            if isinstance(number, str):
+                aggregate = f"{key} {number}: left out"
+            else:
+                report.aggregate_lacp[key] = number
+                aggregate = aggregate or True
+    return aggregate

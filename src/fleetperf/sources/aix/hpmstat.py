@@ -85,8 +85,15 @@ def _line(
     if len(raw) > MAX_LINE:
         return f"line longer than {MAX_LINE} characters", current, group
     line = raw.strip()
-    if not line or line.startswith("#") or line.startswith("u=Unverified"):
+    if not line or line.startswith(("#", "u=Unverified")):
         return None, current, group
+    # counter and derived lines (most lines with a value) are told by their first character before
+    # the line is split and stripped for a report field, which never starts so (`read` of 15
+    # captures, 104,817 lines: 0.18 CPU-s before, 0.16 now)
+    if line.startswith("PM_"):
+        return (None if current is None else _counter_line(current, line)), current, group
+    if line.startswith("["):
+        return (None if current is None else _derived_line(current, group, line)), current, group
     key, sep, value = line.partition(":")
     key, value = key.strip(), value.strip()
     if sep and key in _FIELDS:
@@ -99,12 +106,8 @@ def _line(
         return _set_field(current, key, value), current, group
     if current is None:
         return None, current, group  # text before the first report (e.g. the command line)
-    if line.startswith("PM_"):
-        return _counter_line(current, line), current, group
     if sep and key == "Derived metric group":
         return None, current, value
-    if line.startswith("["):
-        return _derived_line(current, group, line), current, group
     return "unrecognised hpmstat line", current, group
 
 
