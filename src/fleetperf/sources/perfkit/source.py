@@ -69,8 +69,14 @@ class PerfkitSource(Source):
     def sniff(self, head: bytes, path: Path) -> bool:
         from fleetperf.sources.perfkit import parser
 
-        text = head.decode("utf-8", "replace")
-        return any(parser._table_start(parser._MARKUP.sub("", line.strip())) for line in text.splitlines())
+        text = parser._MARKUP.sub("", head.decode("utf-8", "replace"))  # no markup spans lines
+        # A report's key words all occur in its header line, so in the text: when no layout's do,
+        # no line can start a table. Every file of a directory is sniffed, and the line by line
+        # test cost 0.77 ms per file (592 hpmstat/entstat captures: 0.45 s before their own
+        # sniffers ran).
+        if not any(all(word in text for word in layout.key) for layout in parser.LAYOUTS):
+            return False
+        return any(parser._table_start(line.strip()) for line in text.splitlines())
 
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         from fleetperf.sources.perfkit.records import records_of_file
