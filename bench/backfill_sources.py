@@ -12,7 +12,8 @@ nothing more to emit. Printed per run and as medians:
 - each ingest's wall seconds and MB/s (the files' size), and the collectors' CPU seconds;
 - end to end: from the first ingest's start until the last row was written (derived windows
   included: a finished file ends its streams, so Flink finalises their windows at once);
-- the CPU seconds of the sink's process (sink and engine), Kafka and Flink over the run;
+- the CPU seconds of the sink's process (sink and engine), Kafka and Flink over the run; the
+  sink's inserts (how many, their summed time) and how long its reading thread waited for a writer;
 - rows written per table.
 
 The end is detected when nothing changed for --quiet seconds (the sink caught up, no new rows, the
@@ -112,6 +113,7 @@ def run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu) -> dict:  #
             for p in meta.partitions
         )
 
+    inserts, waits = importlib.import_module("sink_backlog")._timeline(sink)
     thread = threading.Thread(target=sink.run, daemon=True)
     cpu0, children0 = stack_cpu(pids), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -153,6 +155,9 @@ def run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu) -> dict:  #
         "cpu": {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1},
         "tables": dict(sink.rows_written),
         "mb": sum(s["bytes"] for s in stages) / 1e6,
+        "inserts": len(inserts),
+        "writers_busy": sum(b - a for a, b in inserts),
+        "waited": sum(waits),
     }
 
 
@@ -227,7 +232,8 @@ def main() -> int:
                     print(
                         f"  run {n} {name}: end to end {r['end_to_end']:.2f} s = {r['mb'] / r['end_to_end']:.2f} MB/s;"
                         f" collectors {r['collected']:.2f} s ({stages}), {r['collectors_cpu']:.1f} CPU-s;"
-                        f" CPU-s {cpu}",
+                        f" CPU-s {cpu}; the sink's {r['inserts']} inserts took {r['writers_busy']:.1f} s (writer"
+                        f" threads' time), its reading thread waited {r['waited']:.1f} s for a writer",
                         flush=True,
                     )
         finally:
