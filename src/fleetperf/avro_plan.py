@@ -55,7 +55,7 @@ def _long(n: int) -> bytes:
 # ["null", T] unions compiled, by T: when a value surely is a T (checks no looser than fastavro's)
 _UNION_GUARDS = {
     "string": "{v}.__class__ is str",
-    "double": "{v}.__class__ is float",
+    "double": "{v}.__class__ is float or {v}.__class__ is int",  # fastavro takes an int, not a bool
     "long": "{v}.__class__ is int",
     "int": "{v}.__class__ is int and -2147483648 <= {v} <= 2147483647",
     "boolean": "{v}.__class__ is bool",

@@ -75,6 +75,7 @@ def test_numbers_at_their_limits_and_timestamps_as_datetimes() -> None:
             {"name": "d", "type": "double"},
             {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}},
             {"name": "s", "type": "string", "default": "x"},
+            {"name": "nd", "type": ["null", "double"], "default": None},
         ],
     }
     parsed, encode = parse_schema(schema), compile_encoder(schema)
@@ -82,6 +83,7 @@ def test_numbers_at_their_limits_and_timestamps_as_datetimes() -> None:
     for n, value in enumerate([0, 1, -1, 63, 64, -64, -65, 127, 128, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]):
         small = value if -(2**31) <= value < 2**31 else None
         record = {"l": value, "i": small if n % 2 else None, "d": float(value), "t": t0 + timedelta(days=n), "s": "é"}
+        record["nd"] = value if n % 3 else float(value)  # an int for ["null", "double"] too
         assert encode(record) == fastavro_bytes(parsed, record), record
     for special in (float("inf"), float("-inf"), -0.0, 5e-324, True):
         record = {"l": True, "i": None, "d": special, "t": 1_700_000_000_123}
