@@ -161,35 +161,6 @@ def run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu) -> dict:  #
     }
 
 
-def checkout(rev: str, tmp: Path) -> Path:
-    tree = tmp / "against"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "src")], check=True, stdout=subprocess.DEVNULL)
-    jar = ROOT / "stream-jobs" / "target"
-    if jar.is_dir() and not (tree / "stream-jobs" / "target").exists():  # the job is built once, here
-        (tree / "stream-jobs" / "target").symlink_to(jar)
-    return tree
-
-
-def run_child(tree: Path, argv: list[str]) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    for line in out.stdout.splitlines():
-        if line.startswith(MARK):
-            figures = json.loads(line[len(MARK) :])
-            if Path(figures["package"]).resolve() != (tree / "src" / "fleetperf").resolve():
-                raise SystemExit(f"the child ran {figures['package']}, not {tree}'s package")
-            return figures
-    raise SystemExit(f"the run in {tree} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -206,6 +177,8 @@ def main() -> int:
     ap.add_argument("--limit", type=float, default=900.0, help="seconds a run may take at most")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    import trees as trees_  # bench/ is on the path of the parent
+
     ingests = [shlex.split(a) for a in args.ingest]
     if args.child:
         child(ingests, args.quiet, args.limit)
@@ -217,13 +190,13 @@ def main() -> int:
         str(args.limit),
     ]
     with tempfile.TemporaryDirectory(prefix="fleetperf-bench-sources-trees-") as tmp:
-        against = checkout(args.against, Path(tmp)) if args.against else None
+        against = trees_.checkout(args.against, Path(tmp)) if args.against else None
         trees = [("this tree", ROOT)] + ([(args.against, against)] if against is not None else [])
         results: dict[str, list[dict]] = {name: [] for name, _ in trees}
         try:
             for n in range(1, args.runs + 1):
                 for name, tree in trees if n % 2 else list(reversed(trees)):  # each goes first in turn
-                    r = run_child(tree, passed)
+                    r = trees_.run_child(Path(__file__).resolve(), tree, passed, MARK, dict(os.environ), 3600)
                     results[name].append(r)
                     stages = ", ".join(
                         f"{Path(s['args'][0]).name} {s['bytes'] / 1e6:.1f} MB {s['wall']:.2f} s" for s in r["stages"]
@@ -237,8 +210,7 @@ def main() -> int:
                         flush=True,
                     )
         finally:
-            if against is not None:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(against)], check=False)
+            trees_.remove(against)
     first = next(iter(results.values()))[0]
     print(f"\nrows written per table (run 1 of this tree): {json.dumps(first['tables'], sort_keys=True)}")
     print(f"medians over {args.runs} run(s), {first['mb']:.1f} MB, load average {os.getloadavg()[0]:.2f}:")

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench"), str(ROOT)]
 
 from backfill import environment  # noqa: E402
-from backfill_sources import checkout, size_of  # noqa: E402
+from backfill_sources import size_of  # noqa: E402
+from trees import checkout, remove  # noqa: E402
 
 from fleetperf import config  # noqa: E402
 
@@ -74,8 +75,7 @@ def main() -> int:
                 print(f"  run {run} done, load average {os.getloadavg()[0]:.2f}", flush=True)
         finally:
             stack.stop(echo=lambda line: None)
-            if against is not None:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(against)], check=False)
+            remove(against)
     print(f"\nmedians over {args.runs} run(s) (wall s, CPU s, MB/s, MB/s per core):")
     for i, a in enumerate(ingests):
         mb = size_of(a) / 1e6

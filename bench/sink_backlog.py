@@ -170,27 +170,6 @@ def wait_for_flink(settings: object, quiet_s: float = 8.0, limit_s: float = 600.
         c.close()
 
 
-def checkout(rev: str, tmp: Path) -> Path:
-    tree = tmp / "against"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "src")], check=True, stdout=subprocess.DEVNULL)
-    return tree
-
-
-def run_child(tree: Path, env: dict[str, str], bare: bool) -> dict[str, float]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", *(["--bare"] if bare else [])]
-    out = subprocess.run(
-        argv, env={**env, "PYTHONPATH": str(tree / "src")}, capture_output=True, text=True, timeout=1800, check=False
-    )
-    for line in out.stdout.splitlines():
-        if line.startswith(MARK):
-            figures = json.loads(line[len(MARK) :])
-            if Path(figures["package"]).resolve() != (tree / "src" / "fleetperf").resolve():
-                raise SystemExit(f"the child ran {figures['package']}, not {tree}'s package")
-            return figures
-    raise SystemExit(f"the sink run in {tree} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, help="nmon files to publish (e.g. from ./fleetperf simulate --sources nmon)")
@@ -207,6 +186,8 @@ def main() -> int:
     ap.add_argument("--bare", action="store_true", help="without Superset's app in the sink's process")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    import trees as trees_  # bench/ is on the path of the parent
+
     if args.child:
         child(args.bare)
         return 0
@@ -224,7 +205,7 @@ def main() -> int:
         env = environment(Path(tmp) / "state")
         settings = config.load(env)
         stack = LocalStack(settings)
-        against = checkout(args.against, Path(tmp)) if args.against else None
+        against = trees_.checkout(args.against, Path(tmp)) if args.against else None
         try:
             stack.start(only=("kafka", "registry", "flink"))
             for ingest in ingests:
@@ -250,7 +231,8 @@ def main() -> int:
             results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
             for run in range(1, args.runs + 1):
                 for name, tree in trees if run % 2 else reversed(trees):  # each goes first in turn
-                    r = run_child(tree, env, args.bare)
+                    child_args = ["--bare"] if args.bare else []
+                    r = trees_.run_child(Path(__file__).resolve(), tree, child_args, MARK, env, 1800)
                     results[name].append(r)
                     print(
                         f"  run {run} {name}: {r['cpu']:.2f} CPU-s, {r['wall']:.2f} s wall, "
@@ -262,8 +244,7 @@ def main() -> int:
                     )
         finally:
             stack.stop(echo=lambda line: None)
-            if against is not None:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(against)], check=False)
+            trees_.remove(against)
     where = "a bare process" if args.bare else "a process with Superset's app loaded (as the warehouse process)"
     print(f"\nmedians over {args.runs} run(s), the sink in {where}, load average {os.getloadavg()[0]:.2f}:")
     print(f"{'tree':<12} {'CPU-s':>8} {'wall s':>8} {'in GC s':>8} {'collections':>12}")

@@ -37,8 +37,8 @@ _SMALL = [
 ]
 
 
-def _long(n: int) -> bytes:
-    """A zigzag varint (Avro int and long)."""
+def encode_long(n: int) -> bytes:
+    """An Avro int or long: a zigzag varint."""
     if 0 <= n < 128:
         return _SMALL[n]
     if not -_LONG_LIMIT <= n < _LONG_LIMIT:
@@ -192,7 +192,7 @@ def compile_encoder(schema: dict[str, Any]) -> Encoder:
     gen.value(schema, "r", 1)
     gen.emit(1, "return b''.join(out)")
     namespace: dict[str, Any] = {
-        "_long": _long,
+        "_long": encode_long,
         "_double": _DOUBLE,
         "_ts": _TIMESTAMP_MILLIS,
         "_Mismatch": _Mismatch,
