@@ -39,25 +39,29 @@ def identity(opts: argparse.Namespace) -> HostIdentity:
     host_id, hostname = getattr(opts, "host_id", None), getattr(opts, "hostname", None)
     if host_id or hostname:
         return HostIdentity(host_id or hostname, hostname or host_id)
-    return _local_identity()
+    return _local_identity(opts)
 
 
-# This host's identity, looked up at most once a minute: `read` asks for it once per file, and each
-# lookup forks `uname -u` and `uname -L`: 1184 forks for 592 captures, 1.6 of the 3.0 CPU-s (and
-# 3.3 of 5.7 s wall) reading them took without --host-id. A minute still follows a partition moved
-# to another frame (Live Partition Mobility changes `uname -u`) in a long-running ingest.
+# This host's identity, looked up at most once a minute per run (kept on the run's options):
+# `read` asks for it once per file, and each lookup forks `uname -u` and `uname -L`: 1184 forks
+# for 592 captures, 1.6 of the 3.0 CPU-s (and 3.3 of 5.7 s wall) reading them took without
+# --host-id. A minute still follows a partition moved to another frame (Live Partition Mobility
+# changes `uname -u`) in a long-running ingest; another run looks it up afresh.
 _IDENTITY_TTL_S = 60.0
-_local: tuple[float, HostIdentity] | None = None
 
 
-def _local_identity() -> HostIdentity:
+def _local_identity(opts: argparse.Namespace) -> HostIdentity:
     from fleetperf.ingest.identity import local_identity
 
-    global _local
     now = time.monotonic()
-    if _local is None or now - _local[0] >= _IDENTITY_TTL_S:
-        _local = (now, local_identity())
-    return _local[1]
+    cached = getattr(opts, "_aix_local_identity", None)
+    if cached is None or now - cached[0] >= _IDENTITY_TTL_S:
+        cached = (now, local_identity())
+        try:
+            opts._aix_local_identity = cached  # noqa: SLF001 - the run's own cache
+        except AttributeError:  # options that take no attributes: looked up every time, as before
+            pass
+    return cached[1]
 
 
 def ts_ms(opts: argparse.Namespace) -> int | None:
