@@ -142,7 +142,8 @@ def read(text: str) -> EntstatReport:
             state_target[key] = value.strip()[:_MAX_TEXT]
             continue
         state_target = None
-        if stripped.startswith(_AGGREGATE_FIELDS) and _aggregate_field(report, stripped):
+        if stripped.startswith(_AGGREGATE_STARTS):
+            _aggregate_field(report, stripped)
             continue
         found = pairs(line) if sep else []  # a pair needs a ':'
         if not adapter.actor_state and report.aggregation_status is not None:
@@ -246,21 +247,20 @@ _LACP_COUNTERS = {
 }
 
 
-_AGGREGATE_FIELDS = ("Aggregation status:", "Hash mode:", "Operating mode:")
+# Aggregation-level fields of the EtherChannel block (they are not Transmit/Receive pairs): the
+# line's start -> the report's attribute
+_AGGREGATE_FIELDS = {
+    "Aggregation status:": "aggregation_status",
+    "Hash mode:": "hash_mode",
+    "Operating mode:": "operating_mode",
+}
+_AGGREGATE_STARTS = tuple(_AGGREGATE_FIELDS)
 
 
-def _aggregate_field(report: EntstatReport, stripped: str) -> bool:
-    """Aggregation-level fields of the EtherChannel block (they are not Transmit/Receive pairs)."""
-    if stripped.startswith("Aggregation status:"):
-        report.aggregation_status = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
-        return True
-    if stripped.startswith("Hash mode:"):
-        report.hash_mode = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
-        return True
-    if stripped.startswith("Operating mode:"):
-        report.operating_mode = stripped.split(":", 1)[1].strip()[:_MAX_TEXT]
-        return True
-    return False
+def _aggregate_field(report: EntstatReport, stripped: str) -> None:
+    """Sets the aggregation field the line starts with (one of _AGGREGATE_STARTS)."""
+    start = next(s for s in _AGGREGATE_STARTS if stripped.startswith(s))
+    setattr(report, _AGGREGATE_FIELDS[start], stripped.split(":", 1)[1].strip()[:_MAX_TEXT])
 
 
 def _aggregate_lacp(report: EntstatReport, found: list[Pair]) -> bool | str:
