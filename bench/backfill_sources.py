@@ -33,10 +33,8 @@ import argparse
 import importlib
 import json
 import os
-import resource
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -75,8 +73,7 @@ def child(ingests: list[list[str]], quiet: float, limit: float) -> None:
     from fleetperf.warehouse.sink import Sink
 
     # imported after the tree's package: backfill.py puts this tree's src first on sys.path
-    backfill = importlib.import_module("backfill")
-    environment, stack_cpu = backfill.environment, backfill.stack_cpu
+    environment = importlib.import_module("backfill").environment
 
     with tempfile.TemporaryDirectory(prefix="fleetperf-bench-sources-") as tmp:
         env = environment(Path(tmp) / "state")
@@ -91,14 +88,14 @@ def child(ingests: list[list[str]], quiet: float, limit: float) -> None:
             pids = {name: pid for name, pid, _where, _log in stack.status() if pid is not None}
             ch, _ = migrate(settings)
             sink = Sink(settings, ch)
-            figures = run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu)
+            figures = run(settings, sink, ingests, pids, env, quiet, limit)
         finally:
             stack.stop(echo=lambda line: None)
     figures["package"] = str(Path(config.__file__).parent)
     print(MARK + json.dumps(figures), flush=True)
 
 
-def run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu) -> dict:  # noqa: ANN001, PLR0913
+def run(settings, sink, ingests, pids, env, quiet, limit) -> dict:  # noqa: ANN001, PLR0913
     from confluent_kafka import Consumer, TopicPartition
 
     from fleetperf.kafka_avro import kafka_client_config
@@ -115,20 +112,17 @@ def run(settings, sink, ingests, pids, env, quiet, limit, stack_cpu) -> dict:  #
 
     inserts, waits = importlib.import_module("sink_backlog")._timeline(sink)
     thread = threading.Thread(target=sink.run, daemon=True)
-    cpu0, children0 = stack_cpu(pids), resource.getrusage(resource.RUSAGE_CHILDREN)
+    stack_cpu = importlib.import_module("backfill").stack_cpu
+    run_ingest = importlib.import_module("trees").run_ingest
+    cpu0 = stack_cpu(pids)
     t0 = time.monotonic()
     thread.start()
     stages = []
     for args in ingests:
-        argv = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--no-progress", *args]
-        started = time.monotonic()
-        out = subprocess.run(argv, env={**env, "PYTHONPATH": os.environ["PYTHONPATH"]}, capture_output=True, text=True)
-        if out.returncode not in (0, 3):  # 3: some records were bad input (dead letters), the rest published
-            raise SystemExit(f"ingest {args} exited {out.returncode}:\n{out.stderr[-3000:]}")
-        stages.append({"args": args, "wall": time.monotonic() - started, "bytes": size_of(args)})
+        done = run_ingest(os.environ["PYTHONPATH"], env, args)
+        stages.append({"args": args, "wall": done.wall, "cpu": done.cpu, "bytes": size_of(args)})
     collected = time.monotonic() - t0
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    collectors_cpu = children.ru_utime + children.ru_stime - children0.ru_utime - children0.ru_stime
+    collectors_cpu = sum(s["cpu"] for s in stages)
     # until nothing changed for `quiet` seconds; the end is when the last rows were written
     rows, end, last_change, flink_end = -1, t0, time.monotonic(), -1
     deadline = time.monotonic() + limit

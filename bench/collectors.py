@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,22 +27,9 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench"), str(ROOT)]
 
 from backfill import environment  # noqa: E402
 from backfill_sources import size_of  # noqa: E402
-from trees import checkout, remove  # noqa: E402
+from trees import checkout, remove, run_ingest  # noqa: E402
 
 from fleetperf import config  # noqa: E402
-
-
-def ingest(tree: Path, env: dict[str, str], args: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one `fleetperf ingest --force` of `args` with `tree`'s package."""
-    argv = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--force", "--no-progress", *args]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    out = subprocess.run(argv, env={**env, "PYTHONPATH": str(tree / "src")}, capture_output=True, text=True)
-    wall = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode not in (0, 3):  # 3: some records were bad input (dead letters), the rest published
-        raise SystemExit(f"ingest {args} with {tree} exited {out.returncode}:\n{out.stderr[-3000:]}")
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def main() -> int:
@@ -67,11 +51,12 @@ def main() -> int:
         try:
             stack.start(only=("kafka", "registry"), echo=lambda line: print(line, flush=True))
             for tree in {t for _, t in trees}:  # topics, schemas and the JIT of the broker, once
-                ingest(tree, env, ingests[0])
+                run_ingest(str(tree / "src"), env, ingests[0], force=True)
             for run in range(1, args.runs + 1):
                 for name, tree in trees if run % 2 else list(reversed(trees)):
                     for i, a in enumerate(ingests):
-                        figures.setdefault((name, i), []).append(ingest(tree, env, a))
+                        done = run_ingest(str(tree / "src"), env, a, force=True)
+                        figures.setdefault((name, i), []).append((done.wall, done.cpu))
                 print(f"  run {run} done, load average {os.getloadavg()[0]:.2f}", flush=True)
         finally:
             stack.stop(echo=lambda line: None)

@@ -27,7 +27,6 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -209,8 +208,7 @@ def main() -> int:
         try:
             stack.start(only=("kafka", "registry", "flink"))
             for ingest in ingests:
-                argv = [sys.executable, "-m", "fleetperf.cli.main", "ingest", "--no-progress", *ingest]
-                subprocess.run(argv, env={**env, "PYTHONPATH": str(ROOT / "src")}, check=True)
+                print(trees_.run_ingest(str(ROOT / "src"), env, ingest).summary, flush=True)
             print("waiting for Flink's derived metrics of the backlog ...", flush=True)
             wait_for_flink(settings)
             ends = partition_ends(settings)

@@ -1,13 +1,17 @@
 """What the benchmarks that compare this tree with an earlier commit (`--against REV`) share: REV
-checked out beside (a git worktree, its package compiled apart; nothing of it touches ./.venv) and
-a child process run with a tree's package, reporting its figures as one marked JSON line."""
+checked out beside (a git worktree, its package compiled apart; nothing of it touches ./.venv), a
+child process run with a tree's package, reporting its figures as one marked JSON line, and a
+`fleetperf ingest` run with a tree's package."""
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,3 +51,33 @@ def run_child(script: Path, tree: Path, argv: list[str], mark: str, env: dict[st
                 raise SystemExit(f"the child ran {figures['package']}, not {tree}'s package")
             return figures
     raise SystemExit(f"the run in {tree} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+
+
+class Ingested(NamedTuple):
+    wall: float
+    cpu: float  # of the ingest process, librdkafka's threads included
+    summary: str  # its last line of output (files, records, MB/s)
+
+
+def run_ingest(src: str, env: dict[str, str], args: list[str], force: bool = False) -> Ingested:
+    """One `fleetperf ingest` of `args` in a process of its own with the package under `src` (as
+    users run it, start-up included); exit status 3 (some records were bad input, dead letters, the
+    rest published) counts as done, any other than 0 ends the benchmark."""
+    argv = [
+        sys.executable,
+        "-m",
+        "fleetperf.cli.main",
+        "ingest",
+        "--no-progress",
+        *(["--force"] if force else []),
+        *args,
+    ]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    out = subprocess.run(argv, env={**env, "PYTHONPATH": src}, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode not in (0, 3):
+        raise SystemExit(f"ingest {args} with {src} exited {out.returncode}:\n{out.stderr[-3000:]}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return Ingested(wall, cpu, (out.stdout.strip().splitlines() or [""])[-1])
