@@ -65,20 +65,38 @@ public class CpuSample extends BaseSample {
     return this;
   }
 
+  private static final String[] FIELDS = {
+    "host_id",
+    "hostname",
+    "ts",
+    "interval_s",
+    "steal_pct",
+    "physc",
+    "entitled",
+    "origin_file",
+    "pool_cpus",
+    "pool_idle",
+    "idle_pct",
+    "cpus"
+  };
+
+  /** Positions of FIELDS in the reader schema of the records read last. */
+  private static volatile FieldPositions positions;
+
   public static CpuSample fromAvro(GenericRecord r) {
-    // records written before the pool fields existed have none (schema evolution)
-    Double poolCpus = r.hasField("pool_cpus") ? (Double) r.get("pool_cpus") : null;
-    Double poolIdle = r.hasField("pool_idle") ? (Double) r.get("pool_idle") : null;
+    FieldPositions p = FieldPositions.of(positions, r, FIELDS);
+    positions = p;
+    // records written before the pool fields existed have none (schema evolution): null
     return new CpuSample(
-            r.get("host_id").toString(),
-            r.get("hostname").toString(),
-            (Long) r.get("ts"),
-            (Double) r.get("interval_s"),
-            (Double) r.get("steal_pct"),
-            (Double) r.get("physc"),
-            (Double) r.get("entitled"),
-            r.get("origin_file").toString())
-        .withPool(poolCpus, poolIdle)
-        .withIdle((Double) r.get("idle_pct"), (Integer) r.get("cpus"));
+            p.get(r, 0).toString(),
+            p.get(r, 1).toString(),
+            (Long) p.get(r, 2),
+            (Double) p.get(r, 3),
+            (Double) p.get(r, 4),
+            (Double) p.get(r, 5),
+            (Double) p.get(r, 6),
+            p.get(r, 7).toString())
+        .withPool((Double) p.get(r, 8), (Double) p.get(r, 9))
+        .withIdle((Double) p.get(r, 10), (Integer) p.get(r, 11));
   }
 }
