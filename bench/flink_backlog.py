@@ -65,7 +65,17 @@ def build_jar(tree: Path) -> Path:
     if target.is_symlink():
         target.unlink()  # trees.checkout links this tree's jar; here REV's own is wanted
     subprocess.run(
-        ["mvn", "-B", "-ntp", "-q", "-o", "package", "-DskipTests", "-Dspotless.check.skip=true"],
+        [
+            "mvn",
+            "-B",
+            "-ntp",
+            "-q",
+            "-o",
+            "-Dstyle.color=never",
+            "package",
+            "-DskipTests",
+            "-Dspotless.check.skip=true",
+        ],
         cwd=tree / "stream-jobs",
         check=True,
     )
