@@ -25,7 +25,6 @@ import hashlib
 import io
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -171,23 +170,17 @@ def final_windows(settings: object, start: dict[int, int], end: dict[int, int]) 
 
 
 def main() -> int:
+    import trees
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, help="nmon files to publish (e.g. from ./fleetperf simulate --sources nmon)")
-    ap.add_argument(
-        "--ingest",
-        action="append",
-        default=[],
-        metavar="ARGS",
-        help="one `fleetperf ingest`'s arguments instead of --dir (repeatable)",
-    )
+    trees.backlog_arguments(ap)
     ap.add_argument("--copies", type=int, default=1, help="--dir published this many times, as other hosts each time")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--quiet", type=float, default=6.0, help="seconds without a new derived metric that end a run")
     ap.add_argument("--against", help="an earlier commit whose job jar runs alternate with this tree's")
     args = ap.parse_args()
-    if (args.dir is None) == (not args.ingest):
-        ap.error("give --dir or --ingest")
-    import trees
+    ingests = trees.backlog_ingests(ap, args)
+
     from backfill import environment
 
     from fleetperf import config
@@ -207,9 +200,7 @@ def main() -> int:
                 print(f"building {args.against}'s job jar ...", flush=True)
                 jars.append((args.against, build_jar(against)))
             stack.start(only=("kafka", "registry"), echo=lambda line: None)
-            ingests = [shlex.split(a) for a in args.ingest] or [
-                [str(d)] for d in copies(args.dir, tmp / "files", args.copies)
-            ]
+            ingests = ingests or [[str(d)] for d in copies(args.dir, tmp / "files", args.copies)]
             for ingest in ingests:
                 print(trees.run_ingest(str(ROOT / "src"), env, ingest).summary, flush=True)
             results: dict[str, list[dict]] = {name: [] for name, _ in jars}

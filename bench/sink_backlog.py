@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import sys
 import tempfile
@@ -170,29 +169,20 @@ def wait_for_flink(settings: object, quiet_s: float = 8.0, limit_s: float = 600.
 
 
 def main() -> int:
+    import trees as trees_  # bench/ is on the path: the script's directory
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, help="nmon files to publish (e.g. from ./fleetperf simulate --sources nmon)")
-    ap.add_argument(
-        "--ingest",
-        action="append",
-        default=[],
-        metavar="ARGS",
-        help="the arguments of one `fleetperf ingest` to publish instead of --dir (repeatable; e.g. the commands "
-        "`./fleetperf simulate --out DIR` prints, for a backlog of every source)",
-    )
+    trees_.backlog_arguments(ap)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--against", help="an earlier commit whose sink runs alternate with this tree's")
     ap.add_argument("--bare", action="store_true", help="without Superset's app in the sink's process")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    import trees as trees_  # bench/ is on the path of the parent
 
     if args.child:
         child(args.bare)
         return 0
-    if (args.dir is None) == (not args.ingest):
-        ap.error("give --dir or --ingest")
-    ingests = [shlex.split(a) for a in args.ingest] if args.ingest else [[str(args.dir)]]
+    ingests = trees_.backlog_ingests(ap, args) or [[str(args.dir)]]
 
     from backfill import environment, partition_ends
 

@@ -5,8 +5,10 @@ child process run with a tree's package, reporting its figures as one marked JSO
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -81,3 +83,23 @@ def run_ingest(src: str, env: dict[str, str], args: list[str], force: bool = Fal
         raise SystemExit(f"ingest {args} with {src} exited {out.returncode}:\n{out.stderr[-3000:]}")
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return Ingested(wall, cpu, (out.stdout.strip().splitlines() or [""])[-1])
+
+
+def backlog_arguments(ap: argparse.ArgumentParser) -> None:
+    """--dir (nmon files) or --ingest ARGS (repeatable, any source): what a benchmark publishes."""
+    ap.add_argument("--dir", type=Path, help="nmon files to publish (e.g. from ./fleetperf simulate --sources nmon)")
+    ap.add_argument(
+        "--ingest",
+        action="append",
+        default=[],
+        metavar="ARGS",
+        help="the arguments of one `fleetperf ingest` to publish instead of --dir (repeatable; e.g. the commands "
+        "`./fleetperf simulate --out DIR` prints, for a backlog of every source)",
+    )
+
+
+def backlog_ingests(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[list[str]] | None:
+    """Each --ingest's arguments, or None for --dir; exactly one of the two must be given."""
+    if (args.dir is None) == (not args.ingest):
+        ap.error("give --dir or --ingest")
+    return [shlex.split(a) for a in args.ingest] or None
