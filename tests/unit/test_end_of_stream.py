@@ -163,6 +163,9 @@ def test_header_and_stream_fields_are_the_ones_the_flink_job_reads() -> None:
     assert set(readers) == set(STREAM_FIELDS)
     for topic, fields in STREAM_FIELDS.items():
         source = (JAVA / readers[topic]).read_text()
+        # read by name (r.get("x")) or by position (FieldPositions.fields("x", ...))
         read = set(re.findall(r'r\.get\("(\w+)"\)', source))
+        for names in re.findall(r"FieldPositions\.fields\(([^)]*)\)", source):
+            read |= set(re.findall(r'"(\w+)"', names))
         assert set(fields) <= read, (topic, set(fields) - read)
     assert end_of_stream.__doc__ and "publish.py" in end_of_stream.__doc__

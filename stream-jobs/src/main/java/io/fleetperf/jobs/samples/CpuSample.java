@@ -65,20 +65,20 @@ public class CpuSample extends BaseSample {
     return this;
   }
 
-  private static final String[] FIELDS = {
-    "host_id",
-    "hostname",
-    "ts",
-    "interval_s",
-    "steal_pct",
-    "physc",
-    "entitled",
-    "origin_file",
-    "pool_cpus",
-    "pool_idle",
-    "idle_pct",
-    "cpus"
-  };
+  private static final String[] FIELDS =
+      FieldPositions.fields(
+          "host_id",
+          "hostname",
+          "ts",
+          "interval_s",
+          "steal_pct",
+          "physc",
+          "entitled",
+          "origin_file",
+          "pool_cpus",
+          "pool_idle",
+          "idle_pct",
+          "cpus");
 
   /** Positions of FIELDS in the reader schema of the records read last. */
   private static volatile FieldPositions positions;

@@ -36,35 +36,62 @@ public class ZvmCpuSample extends BaseSample {
     this.virtualS = virtualS;
   }
 
+  private static final String[] GUEST_FIELDS =
+      FieldPositions.fields(
+          "guest_id", "ts", "interval_s", "tcpu_s", "vcpu_s", "source", "zvm_system");
+
+  private static final String[] SYSTEM_FIELDS =
+      FieldPositions.fields(
+          "zvm_system",
+          "ts",
+          "interval_s",
+          "total_cpu_s",
+          "virtual_cpu_s",
+          "source",
+          "busy_pct",
+          "online_cpus",
+          "capture_ratio",
+          "users_in_elist",
+          "paging_xstore_rate",
+          "paging_dasd_rate");
+
+  /** Positions of the fields in the reader schemas of the records read last (FieldPositions). */
+  private static volatile FieldPositions guestPositions;
+
+  private static volatile FieldPositions systemPositions;
+
   public static ZvmCpuSample fromGuestAvro(GenericRecord r) {
+    FieldPositions p = FieldPositions.of(guestPositions, r, GUEST_FIELDS);
+    guestPositions = p;
     ZvmCpuSample s =
         new ZvmCpuSample(
-            r.get("guest_id").toString(),
-            (Long) r.get("ts"),
-            (Double) r.get("interval_s"),
-            (Double) r.get("tcpu_s"),
-            (Double) r.get("vcpu_s"));
-    s.hostname = r.get("guest_id").toString();
+            p.get(r, 0).toString(),
+            (Long) p.get(r, 1),
+            (Double) p.get(r, 2),
+            (Double) p.get(r, 3),
+            (Double) p.get(r, 4));
     // one report file (or monitor stream) per system: rows of one stream are in time order
-    s.stream = r.get("source") + "|" + r.get("zvm_system");
+    s.stream = p.get(r, 5) + "|" + p.get(r, 6);
     return s;
   }
 
   public static ZvmCpuSample fromSystemAvro(GenericRecord r) {
+    FieldPositions p = FieldPositions.of(systemPositions, r, SYSTEM_FIELDS);
+    systemPositions = p;
     ZvmCpuSample s =
         new ZvmCpuSample(
-            r.get("zvm_system").toString(),
-            (Long) r.get("ts"),
-            (Double) r.get("interval_s"),
-            (Double) r.get("total_cpu_s"),
-            (Double) r.get("virtual_cpu_s"));
-    s.stream = r.get("source").toString();
-    s.busyPct = (Double) r.get("busy_pct");
-    s.onlineCpus = (Double) r.get("online_cpus");
-    s.captureRatio = (Double) r.get("capture_ratio");
-    s.usersInElist = (Double) r.get("users_in_elist");
-    s.pagingXstoreRate = (Double) r.get("paging_xstore_rate");
-    s.pagingDasdRate = (Double) r.get("paging_dasd_rate");
+            p.get(r, 0).toString(),
+            (Long) p.get(r, 1),
+            (Double) p.get(r, 2),
+            (Double) p.get(r, 3),
+            (Double) p.get(r, 4));
+    s.stream = p.get(r, 5).toString();
+    s.busyPct = (Double) p.get(r, 6);
+    s.onlineCpus = (Double) p.get(r, 7);
+    s.captureRatio = (Double) p.get(r, 8);
+    s.usersInElist = (Double) p.get(r, 9);
+    s.pagingXstoreRate = (Double) p.get(r, 10);
+    s.pagingDasdRate = (Double) p.get(r, 11);
     return s;
   }
 }

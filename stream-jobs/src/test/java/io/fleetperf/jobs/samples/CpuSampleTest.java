@@ -11,7 +11,10 @@ import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.util.Utf8;
 import org.junit.jupiter.api.Test;
 
-/** CpuSample.fromAvro reads each field by its position in the record's own schema. */
+/**
+ * CpuSample.fromAvro reads each field by its position in the record's own schema: every field it
+ * maps is set to a distinct value here, so a misspelt name (read as null) fails.
+ */
 class CpuSampleTest {
   private static GenericRecord record(Schema schema, double physc) {
     GenericRecord r = new GenericData.Record(schema);
@@ -25,6 +28,8 @@ class CpuSampleTest {
     r.put("physc", physc);
     r.put("origin_file", "a.nmon");
     if (schema.getField("pool_cpus") != null) {
+      r.put("steal_pct", 0.75);
+      r.put("entitled", 2.0);
       r.put("pool_cpus", 16.0);
       r.put("pool_idle", 4.5);
       r.put("idle_pct", 12.5);
@@ -52,6 +57,8 @@ class CpuSampleTest {
       assertEquals(1_700_000_000_000L, a.ts);
       assertEquals(60.0, a.intervalS);
       assertEquals(1.25 + i, a.physc);
+      assertEquals(0.75, a.stealPct);
+      assertEquals(2.0, a.entitled);
       assertEquals("a.nmon", a.stream);
       assertEquals(16.0, a.poolCpus);
       assertEquals(4.5, a.poolIdle);
