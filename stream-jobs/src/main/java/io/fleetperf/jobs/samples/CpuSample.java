@@ -65,7 +65,7 @@ public class CpuSample extends BaseSample {
     return this;
   }
 
-  private static final String[] FIELDS =
+  private static final FieldPositions FIELDS =
       FieldPositions.fields(
           "host_id",
           "hostname",
@@ -80,23 +80,18 @@ public class CpuSample extends BaseSample {
           "idle_pct",
           "cpus");
 
-  /** Positions of FIELDS in the reader schema of the records read last. */
-  private static volatile FieldPositions positions;
-
   public static CpuSample fromAvro(GenericRecord r) {
-    FieldPositions p = FieldPositions.of(positions, r, FIELDS);
-    positions = p;
     // records written before the pool fields existed have none (schema evolution): null
     return new CpuSample(
-            p.get(r, 0).toString(),
-            p.get(r, 1).toString(),
-            (Long) p.get(r, 2),
-            (Double) p.get(r, 3),
-            (Double) p.get(r, 4),
-            (Double) p.get(r, 5),
-            (Double) p.get(r, 6),
-            p.get(r, 7).toString())
-        .withPool((Double) p.get(r, 8), (Double) p.get(r, 9))
-        .withIdle((Double) p.get(r, 10), (Integer) p.get(r, 11));
+            FIELDS.get(r, 0).toString(),
+            FIELDS.get(r, 1).toString(),
+            (Long) FIELDS.get(r, 2),
+            (Double) FIELDS.get(r, 3),
+            (Double) FIELDS.get(r, 4),
+            (Double) FIELDS.get(r, 5),
+            (Double) FIELDS.get(r, 6),
+            FIELDS.get(r, 7).toString())
+        .withPool((Double) FIELDS.get(r, 8), (Double) FIELDS.get(r, 9))
+        .withIdle((Double) FIELDS.get(r, 10), (Integer) FIELDS.get(r, 11));
   }
 }

@@ -4,22 +4,21 @@ import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericRecord;
 
 /**
- * The positions of some fields in one reader schema, looked up once: GenericRecord.get(String)
- * looks the name up in the schema's field map on every call (String hashing and equals were 6 % of
- * the job's Java samples on a fleet's backlog, JFR session 20). A field the schema lacks (a record
- * of an older schema version) reads as null.
+ * The fields a mapper reads, by their position in the record's schema, looked up once per schema:
+ * GenericRecord.get(String) looks the name up in the schema's field map on every call (String
+ * hashing and equals were 6 % of the job's Java samples on a fleet's backlog, JFR session 20). A
+ * field the schema lacks (a record of an older schema version) reads as null.
  */
 public final class FieldPositions {
-  private final Schema schema;
-  private final int[] positions;
+  private final String[] names;
 
-  private FieldPositions(Schema schema, String[] names) {
-    this.schema = schema;
-    this.positions = new int[names.length];
-    for (int i = 0; i < names.length; i++) {
-      Schema.Field f = schema.getField(names[i]);
-      positions[i] = f == null ? -1 : f.pos();
-    }
+  /** The positions of {@code names} in the schema of the records read last. */
+  private volatile Resolved last;
+
+  private record Resolved(Schema schema, int[] positions) {}
+
+  private FieldPositions(String[] names) {
+    this.names = names;
   }
 
   /**
@@ -27,19 +26,24 @@ public final class FieldPositions {
    * records' field names, not metric names, even where the two agree (steal_pct):
    * tests/unit/test_contract.py exempts what is written inside this call.
    */
-  public static String[] fields(String... names) {
-    return names;
+  public static FieldPositions fields(String... names) {
+    return new FieldPositions(names.clone());
   }
 
-  /** {@code known} when it is of this record's schema (the same object), else new positions. */
-  public static FieldPositions of(FieldPositions known, GenericRecord r, String[] names) {
-    Schema s = r.getSchema();
-    return known != null && known.schema == s ? known : new FieldPositions(s, names);
-  }
-
-  /** The value of the i-th named field, null where the schema has no such field. */
+  /** The value of the i-th named field in r, null where r's schema has no such field. */
   public Object get(GenericRecord r, int i) {
-    int p = positions[i];
+    Resolved known = last;
+    Schema s = r.getSchema();
+    if (known == null || known.schema != s) {
+      int[] positions = new int[names.length];
+      for (int n = 0; n < names.length; n++) {
+        Schema.Field f = s.getField(names[n]);
+        positions[n] = f == null ? -1 : f.pos();
+      }
+      known = new Resolved(s, positions);
+      last = known;
+    }
+    int p = known.positions[i];
     return p < 0 ? null : r.get(p);
   }
 }

@@ -36,11 +36,11 @@ public class ZvmCpuSample extends BaseSample {
     this.virtualS = virtualS;
   }
 
-  private static final String[] GUEST_FIELDS =
+  private static final FieldPositions GUEST_FIELDS =
       FieldPositions.fields(
           "guest_id", "ts", "interval_s", "tcpu_s", "vcpu_s", "source", "zvm_system");
 
-  private static final String[] SYSTEM_FIELDS =
+  private static final FieldPositions SYSTEM_FIELDS =
       FieldPositions.fields(
           "zvm_system",
           "ts",
@@ -55,43 +55,34 @@ public class ZvmCpuSample extends BaseSample {
           "paging_xstore_rate",
           "paging_dasd_rate");
 
-  /** Positions of the fields in the reader schemas of the records read last (FieldPositions). */
-  private static volatile FieldPositions guestPositions;
-
-  private static volatile FieldPositions systemPositions;
-
   public static ZvmCpuSample fromGuestAvro(GenericRecord r) {
-    FieldPositions p = FieldPositions.of(guestPositions, r, GUEST_FIELDS);
-    guestPositions = p;
     ZvmCpuSample s =
         new ZvmCpuSample(
-            p.get(r, 0).toString(),
-            (Long) p.get(r, 1),
-            (Double) p.get(r, 2),
-            (Double) p.get(r, 3),
-            (Double) p.get(r, 4));
+            GUEST_FIELDS.get(r, 0).toString(),
+            (Long) GUEST_FIELDS.get(r, 1),
+            (Double) GUEST_FIELDS.get(r, 2),
+            (Double) GUEST_FIELDS.get(r, 3),
+            (Double) GUEST_FIELDS.get(r, 4));
     // one report file (or monitor stream) per system: rows of one stream are in time order
-    s.stream = p.get(r, 5) + "|" + p.get(r, 6);
+    s.stream = GUEST_FIELDS.get(r, 5) + "|" + GUEST_FIELDS.get(r, 6);
     return s;
   }
 
   public static ZvmCpuSample fromSystemAvro(GenericRecord r) {
-    FieldPositions p = FieldPositions.of(systemPositions, r, SYSTEM_FIELDS);
-    systemPositions = p;
     ZvmCpuSample s =
         new ZvmCpuSample(
-            p.get(r, 0).toString(),
-            (Long) p.get(r, 1),
-            (Double) p.get(r, 2),
-            (Double) p.get(r, 3),
-            (Double) p.get(r, 4));
-    s.stream = p.get(r, 5).toString();
-    s.busyPct = (Double) p.get(r, 6);
-    s.onlineCpus = (Double) p.get(r, 7);
-    s.captureRatio = (Double) p.get(r, 8);
-    s.usersInElist = (Double) p.get(r, 9);
-    s.pagingXstoreRate = (Double) p.get(r, 10);
-    s.pagingDasdRate = (Double) p.get(r, 11);
+            SYSTEM_FIELDS.get(r, 0).toString(),
+            (Long) SYSTEM_FIELDS.get(r, 1),
+            (Double) SYSTEM_FIELDS.get(r, 2),
+            (Double) SYSTEM_FIELDS.get(r, 3),
+            (Double) SYSTEM_FIELDS.get(r, 4));
+    s.stream = SYSTEM_FIELDS.get(r, 5).toString();
+    s.busyPct = (Double) SYSTEM_FIELDS.get(r, 6);
+    s.onlineCpus = (Double) SYSTEM_FIELDS.get(r, 7);
+    s.captureRatio = (Double) SYSTEM_FIELDS.get(r, 8);
+    s.usersInElist = (Double) SYSTEM_FIELDS.get(r, 9);
+    s.pagingXstoreRate = (Double) SYSTEM_FIELDS.get(r, 10);
+    s.pagingDasdRate = (Double) SYSTEM_FIELDS.get(r, 11);
     return s;
   }
 }

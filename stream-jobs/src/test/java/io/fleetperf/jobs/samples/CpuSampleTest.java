@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import io.fleetperf.jobs.wire.Schemas;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaBuilder;
-import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.util.Utf8;
 import org.junit.jupiter.api.Test;
@@ -17,10 +16,7 @@ import org.junit.jupiter.api.Test;
  */
 class CpuSampleTest {
   private static GenericRecord record(Schema schema, double physc) {
-    GenericRecord r = new GenericData.Record(schema);
-    for (Schema.Field f : schema.getFields()) {
-      r.put(f.pos(), f.hasDefaultValue() ? GenericData.get().getDefaultValue(f) : null);
-    }
+    GenericRecord r = Records.withDefaults(schema);
     r.put("host_id", new Utf8("00F6-1"));
     r.put("hostname", "lpar1");
     r.put("ts", 1_700_000_000_000L);

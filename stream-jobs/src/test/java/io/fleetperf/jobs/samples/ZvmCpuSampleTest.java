@@ -3,8 +3,6 @@ package io.fleetperf.jobs.samples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.fleetperf.jobs.wire.Schemas;
-import org.apache.avro.Schema;
-import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.util.Utf8;
 import org.junit.jupiter.api.Test;
@@ -15,19 +13,10 @@ import org.junit.jupiter.api.Test;
  * that the positions cached for one schema are not used for the other.
  */
 class ZvmCpuSampleTest {
-  private static GenericRecord record(String schemaFile) {
-    Schema schema = Schemas.load(schemaFile);
-    GenericRecord r = new GenericData.Record(schema);
-    for (Schema.Field f : schema.getFields()) {
-      r.put(f.pos(), f.hasDefaultValue() ? GenericData.get().getDefaultValue(f) : null);
-    }
-    return r;
-  }
-
   @Test
   void guestAndSystemRecordsAreReadFieldByField() {
     for (int i = 0; i < 2; i++) {
-      GenericRecord g = record("zvm_guest_sample.avsc");
+      GenericRecord g = Records.withDefaults(Schemas.load("zvm_guest_sample.avsc"));
       g.put("guest_id", new Utf8("ZVMA/LINUX01"));
       g.put("zvm_system", "ZVMA");
       g.put("ts", 1_700_000_000_000L + i);
@@ -44,7 +33,7 @@ class ZvmCpuSampleTest {
       assertEquals(10.0, a.virtualS);
       assertEquals("perfkit|ZVMA", a.stream);
 
-      GenericRecord s = record("zvm_system_sample.avsc");
+      GenericRecord s = Records.withDefaults(Schemas.load("zvm_system_sample.avsc"));
       s.put("zvm_system", new Utf8("ZVMB"));
       s.put("ts", 1_700_000_060_000L + i);
       s.put("interval_s", 30.0);

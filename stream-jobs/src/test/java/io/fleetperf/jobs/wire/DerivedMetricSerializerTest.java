@@ -101,14 +101,7 @@ class DerivedMetricSerializerTest {
       Random rnd = new Random(7L);
       for (int i = 0; i < 200; i++) {
         DerivedMetric m = random(rnd);
-        GenericRecord r = new GenericData.Record(schema);
-        DerivedMetricSerializer.fill(m, r);
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        out.writeBytes(ConfluentWire.header(7));
-        BinaryEncoder e = EncoderFactory.get().binaryEncoder(out, null);
-        new GenericDatumWriter<GenericRecord>(schema).write(r, e);
-        e.flush();
-        assertArrayEquals(out.toByteArray(), s.serialize(m));
+        assertArrayEquals(avrosOwn(schema, 7, m), s.serialize(m));
       }
     }
   }
