@@ -36,12 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, all its threads (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def copies(source: Path, target: Path, n: int) -> list[Path]:
     """source's nmon files as n sets of other hosts (a host's files stay one host)."""
     from backfill import host_file
@@ -91,6 +85,7 @@ def derived_ends(consumer: object, topic: str, partitions: list[int]) -> dict[in
 
 def run_job(settings: object, jar: Path, tmp: Path, tag: str, quiet_s: float) -> dict:
     """One fresh JVM over the whole backlog, until the derived metrics stop growing."""
+    from backfill import cpu_seconds
     from confluent_kafka import Consumer
 
     from fleetperf.kafka_avro import kafka_client_config
