@@ -115,10 +115,18 @@ def environment(state: Path) -> dict[str, str]:
 
 
 def host_file(source: Path, target: Path, serial: str, hostname: str | None = None) -> str:
-    """The file as another host: AAA,SerialNumber (an AIX file's host_id is serial-LPAR number) and,
-    when `hostname` is given, AAA,host (a Linux file's host_id) changed. Returns the host_id the
-    collector gives the new file (its own rule, HostConfigBuilder.host_id, over the AAA lines)."""
+    """The file as another host (as_host); returns the host_id the collector gives the new file."""
     lines = source.read_text().splitlines(keepends=True)
+    host_id = as_host(lines, serial, hostname, source)
+    target.write_text("".join(lines))
+    return host_id
+
+
+def as_host(lines: list[str], serial: str, hostname: str | None, source: Path) -> str:
+    """An nmon file's lines (changed in place) as another host: AAA,SerialNumber (an AIX file's
+    host_id is serial-LPAR number) and, when `hostname` is given, AAA,host (a Linux file's host_id)
+    changed. Returns the host_id the collector gives them (its own rule, HostConfigBuilder.host_id,
+    over the AAA lines)."""
     changed = set()
     identity = HostConfigBuilder()
     for i, line in enumerate(lines[:200]):
@@ -139,7 +147,6 @@ def host_file(source: Path, target: Path, serial: str, hostname: str | None = No
         made_new.add(hostname)
     if host_id not in made_new:
         raise SystemExit(f"{source}: neither AAA,SerialNumber with AAA,LPARNumberName nor AAA,host to change")
-    target.write_text("".join(lines))
     return host_id
 
 

@@ -16,7 +16,15 @@ same without promises: a window closes when a sample `out_of_orderness_seconds` 
 and `zzzz` (the oldest behaviour: a snapshot is published when the next ZZZZ line appears, no
 promises). Needs the local stack: ./fleetperf up (and ./fleetperf down after).
 
+--file FILE replays a real nmon file instead of the generated one (a few lines of CPU_ALL, MEM and
+NET per snapshot): its header as a host no run has seen (AAA,SerialNumber and AAA,host changed, as
+bench/backfill.py does) with AAA,interval set to --interval, then its snapshots in turn (from the
+first again when the run is longer), each with every line it had, its tag renumbered and its ZZZZ
+line at the wall-clock time of its burst: the latency of a user's own snapshots (an AIX file's
+130 lines of 40 sections, a Linux file's disks and processes) rather than of our small one.
+
     .venv/bin/python bench/live_latency.py --live [--minutes 4] [--interval 10] [--modes quiet nopromise zzzz]
+    .venv/bin/python bench/live_latency.py --live --modes quiet --file ../shared/corpus/nmon/FILE.nmon
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
+
+from backfill import as_host  # noqa: E402
 
 from fleetperf import config  # noqa: E402
 from fleetperf.cli.sql_client import query  # noqa: E402
@@ -67,6 +77,45 @@ def snapshot(n: int, at: datetime) -> bytes:
     ).encode()
 
 
+class Replay:
+    """A real nmon file, written again live as another host (--file)."""
+
+    def __init__(self, path: Path, interval: int, serial: str, hostname: str) -> None:
+        lines = path.read_text(errors="replace").splitlines(keepends=True)
+        first = next((i for i, line in enumerate(lines) if line.startswith("ZZZZ,")), None)
+        if first is None:
+            raise SystemExit(f"{path}: no ZZZZ line, nothing to replay")
+        self.header = lines[:first]
+        self.host = as_host(self.header, serial, hostname, path)
+        # the promise a followed sample carries is its time + AAA,interval (ingest/watermark.py)
+        self.header = [line for line in self.header if not line.startswith("AAA,interval,")]
+        self.header.insert(1, f"AAA,interval,{interval}\n")
+        # (tag, lines after the ZZZZ line): a snapshot's data lines name its tag in their second
+        # field (CPU_ALL,T0002,...), TOP lines in their third (TOP,pid,T0002,...), UARG as +T0002
+        self.snapshots: list[tuple[str, list[list[str]]]] = []
+        for line in lines[first:]:
+            if line.startswith("ZZZZ,"):
+                self.snapshots.append((line.split(",", 2)[1], []))
+            else:
+                self.snapshots[-1][1].append(line.rstrip("\r\n").split(",", 3))
+        # a ZZZZ line with no data after it (nmon stopped while writing it: the Linux corpus file
+        # linux_fc21's last) makes no record; written live it would count as a snapshot never seen
+        self.snapshots = [s for s in self.snapshots if s[1]]
+
+    def header_bytes(self, start: datetime) -> bytes:
+        date = f"{start:%d-%b-%Y}".upper()  # nmon's form: 30-NOV-2026
+        return "".join(f"AAA,date,{date}\n" if line.startswith("AAA,date,") else line for line in self.header).encode()
+
+    def snapshot(self, n: int, at: datetime) -> bytes:
+        old, rows = self.snapshots[(n - 1) % len(self.snapshots)]
+        tag = f"T{n:04d}"
+        renamed = {old: tag, "+" + old: "+" + tag}
+        out = [f"ZZZZ,{tag},{at:%H:%M:%S},{at:%d-%b-%Y}\n".upper()]
+        for fields in rows:
+            out.append(",".join(renamed.get(f, f) if i in (1, 2) else f for i, f in enumerate(fields)) + "\n")
+        return "".join(out).encode()
+
+
 @dataclass
 class Run:
     mode: str
@@ -79,11 +128,14 @@ class Run:
     started: float = field(default_factory=time.time)
 
 
-def write_file(path: Path, run: Run, interval: int, minutes: float, stop: threading.Event) -> None:
+def write_file(
+    path: Path, run: Run, interval: int, minutes: float, stop: threading.Event, replay: Replay | None = None
+) -> None:
     """nmon: a header, then one burst per interval at wall-clock multiples of the interval."""
     now = time.time()
     first = math.ceil(now / interval) * interval
-    path.write_bytes(header(run.host, interval, datetime.fromtimestamp(now, UTC)))
+    start = datetime.fromtimestamp(now, UTC)
+    path.write_bytes(replay.header_bytes(start) if replay else header(run.host, interval, start))
     count = int(minutes * 60 // interval)
     for n in range(1, count + 1):
         due = first + (n - 1) * interval
@@ -91,7 +143,7 @@ def write_file(path: Path, run: Run, interval: int, minutes: float, stop: thread
             return
         at = datetime.fromtimestamp(due, UTC)
         with open(path, "ab") as handle:
-            handle.write(snapshot(n, at))
+            handle.write(replay.snapshot(n, at) if replay else snapshot(n, at))
         run.written[int(due * 1000)] = time.time()
 
 
@@ -159,7 +211,9 @@ def kafka_times(settings: config.Settings, run: Run) -> None:
 
 
 def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> Run:
-    run = Run(mode, f"livebench-{mode}-{uuid.uuid4().hex[:6]}")
+    name = f"livebench-{mode}-{uuid.uuid4().hex[:6]}"
+    replay = Replay(args.file, args.interval, serial=name.upper(), hostname=name) if args.file else None
+    run = Run(mode, replay.host if replay else name)
     quiet = args.quiet if mode in ("quiet", "nopromise") else -1.0
     with tempfile.TemporaryDirectory(prefix="fleetperf-live-") as tmp:
         folder = Path(tmp)
@@ -181,7 +235,7 @@ def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> R
         for t in threads:
             t.start()
         try:
-            write_file(path, run, args.interval, args.minutes, stop)
+            write_file(path, run, args.interval, args.minutes, stop, replay)
             # then until every snapshot's row and every closable window's final row was seen
             deadline = time.time() + args.drain
             wanted = closable_windows(run, args.interval, settings["flink"]["out_of_orderness_seconds"])
@@ -261,6 +315,7 @@ def main() -> int:
     p.add_argument("--quiet", type=float, default=2.0, help="quiet period of the quiet mode (s)")
     p.add_argument("--poll", type=float, default=1.0, help="the follower's poll interval (ingest --follow default)")
     p.add_argument("--poll-sql", type=float, default=0.5, help="seconds between warehouse queries")
+    p.add_argument("--file", type=Path, help="a real nmon file to replay live instead of the generated one")
     p.add_argument("--drain", type=float, default=60.0, help="at most this long after the last write (s)")
     args = p.parse_args()
     if not args.live:
@@ -270,8 +325,9 @@ def main() -> int:
 
     check_stack(settings)
     flink = settings["flink"]
+    what = f"{args.file.name} replayed" if args.file else "nmon"
     print(
-        f"nmon every {args.interval} s for {args.minutes:g} min per mode; follower poll {args.poll:g} s;"
+        f"{what} every {args.interval} s for {args.minutes:g} min per mode; follower poll {args.poll:g} s;"
         f" Flink: window {flink['window_seconds']} s, out-of-orderness {flink['out_of_orderness_seconds']} s,"
         f" {flink['delivery']} (checkpoints every {flink['checkpoint_interval_seconds']} s);"
         f" sink batches up to {settings['warehouse']['batch_seconds']} s"
