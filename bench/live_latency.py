@@ -30,6 +30,7 @@ line at the wall-clock time of its burst: the latency of a user's own snapshots 
 from __future__ import annotations
 
 import argparse
+import gzip
 import math
 import statistics
 import sys
@@ -81,7 +82,9 @@ class Replay:
     """A real nmon file, written again live as another host (--file)."""
 
     def __init__(self, path: Path, interval: int, serial: str, hostname: str) -> None:
-        lines = path.read_text(errors="replace").splitlines(keepends=True)
+        # latin-1 gives every byte back as it was (nmon writes command names and labels as found)
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        lines = raw.decode("latin-1").splitlines(keepends=True)
         first = next((i for i, line in enumerate(lines) if line.startswith("ZZZZ,")), None)
         if first is None:
             raise SystemExit(f"{path}: no ZZZZ line, nothing to replay")
@@ -104,7 +107,9 @@ class Replay:
 
     def header_bytes(self, start: datetime) -> bytes:
         date = f"{start:%d-%b-%Y}".upper()  # nmon's form: 30-NOV-2026
-        return "".join(f"AAA,date,{date}\n" if line.startswith("AAA,date,") else line for line in self.header).encode()
+        return "".join(f"AAA,date,{date}\n" if line.startswith("AAA,date,") else line for line in self.header).encode(
+            "latin-1"
+        )
 
     def snapshot(self, n: int, at: datetime) -> bytes:
         old, rows = self.snapshots[(n - 1) % len(self.snapshots)]
@@ -113,7 +118,7 @@ class Replay:
         out = [f"ZZZZ,{tag},{at:%H:%M:%S},{at:%d-%b-%Y}\n".upper()]
         for fields in rows:
             out.append(",".join(renamed.get(f, f) if i in (1, 2) else f for i, f in enumerate(fields)) + "\n")
-        return "".join(out).encode()
+        return "".join(out).encode("latin-1")
 
 
 @dataclass
@@ -315,7 +320,7 @@ def main() -> int:
     p.add_argument("--quiet", type=float, default=2.0, help="quiet period of the quiet mode (s)")
     p.add_argument("--poll", type=float, default=1.0, help="the follower's poll interval (ingest --follow default)")
     p.add_argument("--poll-sql", type=float, default=0.5, help="seconds between warehouse queries")
-    p.add_argument("--file", type=Path, help="a real nmon file to replay live instead of the generated one")
+    p.add_argument("--file", type=Path, help="a real nmon file (plain or .gz) to replay live instead of ours")
     p.add_argument("--drain", type=float, default=60.0, help="at most this long after the last write (s)")
     args = p.parse_args()
     if not args.live:

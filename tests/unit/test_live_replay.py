@@ -6,6 +6,7 @@ interval unchanged, gives other records."""
 
 from __future__ import annotations
 
+import gzip
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -79,3 +80,23 @@ def test_a_file_without_snapshots_is_refused(tmp_path: Path) -> None:
     path.write_text("AAA,progname,nmon\nAAA,host,x\n")
     with pytest.raises(SystemExit, match="no ZZZZ line"):
         Replay(path, 10, serial="S", hostname="y")
+
+
+def test_a_gzip_file_with_bytes_beyond_ascii_replays_byte_for_byte(tmp_path: Path) -> None:
+    # nmon writes process names as it finds them: a Latin-1 byte in a TOP command must come back as
+    # the same byte, so the replay's labels are what the original file gives
+    data = (TESTDATA / "powerlpar_topas.nmon").read_bytes().replace(b",oracle,", b",oracl\xe9,")
+    assert b"\xe9" in data
+    plain = tmp_path / "latin.nmon"
+    plain.write_bytes(data)
+    packed = tmp_path / "latin.nmon.gz"
+    packed.write_bytes(gzip.compress(data))
+    replay = Replay(packed, 10, serial="LIVEBENCH2", hostname="livebench-2")
+    start = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    path = tmp_path / "replayed.nmon"
+    path.write_bytes(
+        replay.header_bytes(start) + b"".join(replay.snapshot(n, start + timedelta(seconds=10 * n)) for n in (1, 2, 3))
+    )
+    assert b",oracl\xe9," in path.read_bytes()
+    got = [r["rows"] for r in by_topic(records(path), "nmon_snapshots")]
+    assert got == [r["rows"] for r in by_topic(records(plain), "nmon_snapshots")]
