@@ -9,7 +9,6 @@ Off by default (it starts 6 JVMs, ~2-3 minutes on 2 cores): FLEETPERF_TEST_CLUST
 from __future__ import annotations
 
 import os
-import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from fleetperf.ingest.publish import ingest
 from fleetperf.stack.cluster import ClusterStack, newest_savepoint
 from fleetperf.stack.local import LocalStack
 from tests.integration.kafka_read import read_all
+from tests.providers import free_port as _free
+from tests.providers import free_run as _free_run
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,33 +30,6 @@ pytestmark = [
         reason="cluster mode starts 6 JVMs (3 brokers, JobManager, 2 TaskManagers); FLEETPERF_TEST_CLUSTER=1 runs it",
     ),
 ]
-
-
-def _free_run(width: int) -> int:
-    """A port p with p..p+width-1 all free (brokers use port + 2i)."""
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            base = sock.getsockname()[1]
-        if base + width > 65535:
-            continue
-        ok = True
-        for p in range(base, base + width):
-            with socket.socket() as probe:
-                try:
-                    probe.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no run of free ports")
-
-
-def _free() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _no_process_left(stack: LocalStack) -> None:

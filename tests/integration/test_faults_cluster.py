@@ -21,7 +21,6 @@ Each case prints a line `FAULT {...}` that docs/faults.md quotes."""
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +53,8 @@ from tests.integration.test_faults import (
     report,
     settle,
 )
+from tests.providers import free_port as _free
+from tests.providers import free_run as _free_run
 
 pytestmark = [
     pytest.mark.integration,
@@ -74,26 +75,6 @@ SETTLE_LIMIT_S = 420  # a JobManager restart waits for the TaskManagers to free 
 
 
 # --- the stack ------------------------------------------------------------------------------------
-def _free() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _free_run(width: int) -> int:
-    """A port p with p..p+width-1 all free (broker i listens on port + 2i, its controller on +1)."""
-    for _ in range(200):
-        base = _free()
-        if base + width > 65535:
-            continue
-        try:
-            for p in range(base, base + width):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no run of free ports")
 
 
 def cluster_environment(state: Path) -> dict[str, str]:

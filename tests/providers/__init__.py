@@ -11,6 +11,7 @@ Both hand the tests the same thing: a Settings object pointing at running servic
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -20,20 +21,47 @@ from pathlib import Path
 
 from fleetperf import config
 
+# The tests' services listen on ports picked below the kernel's ephemeral range (Linux:
+# ip_local_port_range, 32768-60999 here). bind(("127.0.0.1", 0)) hands out a port from that range,
+# which is also where every outgoing connection takes its source port: in the minute a stack takes
+# to start, a client socket of the suite (or of anything else on the machine) could take the port
+# first (a CI run, 2026-11-30: "Connection in use: ('127.0.0.1', 52107)", the warehouse did not
+# start). Below the range only programs that ask for a port by number take one.
+PICK_FROM = 20000
+_PICK = random.SystemRandom()  # not the random module's: seeded tests would give every run the same ports
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default, and IANA's dynamic range starts higher still
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def free_ports(n: int) -> list[int]:
-    """n distinct free ports: every socket stays bound until all are picked. One free_port() after
-    another may return a port twice (the kernel may hand a just-closed port out again): a CI run's
-    Kafka and Superset got the same one, and the warehouse could not start."""
+    """n distinct free ports below the ephemeral range (PICK_FROM): every socket stays bound until
+    all are picked. One free_port() after another may return a port twice (the kernel may hand a
+    just-closed port out again): a CI run's Kafka and Superset got the same one, and the warehouse
+    could not start. Where that range is too small, the kernel picks (bind to port 0)."""
+    low = _ephemeral_low()
+    candidates = _PICK.sample(range(PICK_FROM, low), 20 * n) if low - PICK_FROM >= 20 * n else []
     socks: list[socket.socket] = []
     try:
-        for _ in range(n):
+        for port in candidates:
+            if len(socks) == n:
+                break
+            sock = socket.socket()
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # taken (or in TIME_WAIT): the next candidate
+                sock.close()
+                continue
+            socks.append(sock)
+        while len(socks) < n:
             sock = socket.socket()
             socks.append(sock)
             sock.bind(("127.0.0.1", 0))
@@ -41,6 +69,24 @@ def free_ports(n: int) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def free_run(width: int) -> int:
+    """A port p with p..p+width-1 all free, below the ephemeral range as free_ports' (a Kafka
+    cluster's broker i listens on port + 2i, its controller on port + 2i + 1)."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        base = _PICK.randrange(PICK_FROM, low - width) if low - width > PICK_FROM else free_port()
+        if base + width > 65535:
+            continue
+        try:
+            for port in range(base, base + width):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no run of free ports")
 
 
 def docker_available() -> bool:
