@@ -100,7 +100,7 @@ def run(settings, sink, ingests, pids, env, quiet, limit) -> dict:  # noqa: ANN0
 
     from fleetperf.kafka_avro import kafka_client_config
 
-    derived = settings.topic("derived_metrics").name
+    derived = settings.topic("derived_windows").name
     probe = Consumer({**kafka_client_config(settings), "group.id": "bench-sources-probe"})
 
     def derived_end() -> int:

@@ -75,12 +75,18 @@ def build_jar(tree: Path) -> Path:
     return target / "fleetperf-stream-jobs.jar"
 
 
-def derived_ends(consumer: object, topic: str, partitions: list[int]) -> dict[int, int]:
+# The job's output topics: derived_windows since sql/039, derived_metrics for a jar of --against
+# from before it; both are watched and read, so the two jars' final windows compare.
+DERIVED_TOPICS = ("derived_windows", "derived_metrics")
+
+
+def derived_ends(consumer: object, parts: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     from confluent_kafka import TopicPartition
 
     return {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1] for p in partitions
-    }  # type: ignore[attr-defined]
+        (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30, cached=False)[1]  # type: ignore[attr-defined]
+        for t, p in parts
+    }
 
 
 def run_job(settings: object, jar: Path, tmp: Path, tag: str, quiet_s: float) -> dict:
@@ -99,10 +105,12 @@ def run_job(settings: object, jar: Path, tmp: Path, tag: str, quiet_s: float) ->
     data["flink"]["checkpoint_dir"] = str(tmp / group)
     path.write_text(json.dumps(data))
     f = settings["flink"]  # type: ignore[index]
-    topic = settings.topic("derived_metrics").name  # type: ignore[attr-defined]
     probe = Consumer({**kafka_client_config(settings), "group.id": "bench-flink-backlog-probe"})
-    partitions = sorted(probe.list_topics(topic, timeout=30).topics[topic].partitions)
-    start = derived_ends(probe, topic, partitions)
+    partitions = []
+    for key in DERIVED_TOPICS:
+        topic = settings.topic(key).name  # type: ignore[attr-defined]
+        partitions += [(topic, p) for p in sorted(probe.list_topics(topic, timeout=30).topics[topic].partitions)]
+    start = derived_ends(probe, partitions)
     cmd = ["java", f"-Xmx{f['heap']}", *jvm_options(f), *JAVA_OPENS, "-jar", str(jar), "--settings", str(path)]
     t0 = time.monotonic()
     with open(tmp / f"{group}.log", "w") as log:
@@ -115,10 +123,10 @@ def run_job(settings: object, jar: Path, tmp: Path, tag: str, quiet_s: float) ->
             if time.monotonic() - t0 > 1800:
                 raise SystemExit("the job wrote no derived metric for 30 min")
             time.sleep(0.25)
-            now = derived_ends(probe, topic, partitions)
+            now = derived_ends(probe, partitions)
             if sum(now.values()) != last:
                 last, changed, cpu_then = sum(now.values()), time.monotonic(), cpu_seconds(proc.pid)
-        end = derived_ends(probe, topic, partitions)
+        end = derived_ends(probe, partitions)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -127,22 +135,27 @@ def run_job(settings: object, jar: Path, tmp: Path, tag: str, quiet_s: float) ->
     return {"cpu": cpu_then, "wall": changed - t0, "start": start, "end": end}
 
 
-def final_windows(settings: object, start: dict[int, int], end: dict[int, int]) -> tuple[int, str]:
+def final_windows(
+    settings: object, start: dict[tuple[str, int], int], end: dict[tuple[str, int], int]
+) -> tuple[int, str]:
     """Count and digest of the final derived metrics written between two sets of offsets."""
     import fastavro
     from confluent_kafka import Consumer, TopicPartition
 
     from fleetperf.kafka_avro import kafka_client_config
+    from fleetperf.warehouse.rows import derived_metric_records
 
-    t = settings.topic("derived_metrics")  # type: ignore[attr-defined]
-    topic, schema = t.name, fastavro.parse_schema(json.loads(t.schema_text()))
+    schemas = {
+        t.name: fastavro.parse_schema(json.loads(t.schema_text()))
+        for t in (settings.topic(k) for k in DERIVED_TOPICS)  # type: ignore[attr-defined]
+    }
     c = Consumer(
         {**kafka_client_config(settings), "group.id": "bench-flink-backlog-read", "isolation.level": "read_committed"}
     )
     rows = []
     try:
-        for p, first in start.items():
-            if end[p] <= first:
+        for (topic, p), first in start.items():
+            if end[(topic, p)] <= first:
                 continue
             c.assign([TopicPartition(topic, p, first)])
             done = False
@@ -151,13 +164,14 @@ def final_windows(settings: object, start: dict[int, int], end: dict[int, int]) 
                 if not batch:
                     break
                 for m in batch:
-                    if m.error() is None and m.offset() < end[p]:
-                        r = fastavro.schemaless_reader(io.BytesIO(m.value()[5:]), schema)
-                        if r["is_final"]:
-                            rows.append(
-                                f"{r['entity_id']}|{r['metric']}|{r['window_start']}|{r['value']!r}|{r['samples']}"
-                            )
-                    done = done or m.offset() >= end[p] - 1
+                    if m.error() is None and m.offset() < end[(topic, p)]:
+                        record = fastavro.schemaless_reader(io.BytesIO(m.value()[5:]), schemas[topic])
+                        for r in derived_metric_records(record):  # type: ignore[arg-type]
+                            if r["is_final"]:
+                                rows.append(
+                                    f"{r['entity_id']}|{r['metric']}|{r['window_start']}|{r['value']!r}|{r['samples']}"
+                                )
+                    done = done or m.offset() >= end[(topic, p)] - 1
     finally:
         c.close()
     rows.sort()

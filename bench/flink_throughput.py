@@ -73,7 +73,7 @@ def _consume_counts(  # noqa: ANN202
 
     from fleetperf.kafka_avro import registry_client
 
-    topic = settings.topic("derived_metrics").name
+    topic = settings.topic("derived_windows").name  # one record per window (sql/039)
     consumer = Consumer(
         {
             "bootstrap.servers": settings.bootstrap,

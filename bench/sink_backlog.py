@@ -150,7 +150,7 @@ def wait_for_flink(settings: object, quiet_s: float = 8.0, limit_s: float = 600.
     from fleetperf.kafka_avro import kafka_client_config
 
     c = Consumer({**kafka_client_config(settings), "group.id": "bench-sink-backlog-wait"})
-    name = settings.topic("derived_metrics").name  # type: ignore[attr-defined]
+    name = settings.topic("derived_windows").name  # type: ignore[attr-defined]
     try:
         last, since, started = -1, time.monotonic(), time.monotonic()
         while time.monotonic() - started < limit_s:

@@ -1,7 +1,8 @@
 import com.sun.net.httpserver.HttpServer;
 import io.fleetperf.jobs.samples.CpuSample;
 import io.fleetperf.jobs.windows.DerivedMetric;
-import io.fleetperf.jobs.wire.DerivedMetricSerializer;
+import io.fleetperf.jobs.windows.DerivedWindow;
+import io.fleetperf.jobs.wire.DerivedWindowSerializer;
 import io.fleetperf.jobs.wire.RegistryAvroDeserializer;
 import io.fleetperf.jobs.wire.Schemas;
 import java.io.ByteArrayOutputStream;
@@ -42,7 +43,7 @@ public final class SerdeBench {
   public static void main(String[] args) throws Exception {
     int n = args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
     Schema cpu = Schemas.load("cpu_sample.avsc");
-    Schema derived = Schemas.load("derived_metric.avsc");
+    Schema derived = Schemas.load("derived_window.avsc");
     HttpServer registry = stubRegistry(cpu);
     String url = "http://127.0.0.1:" + registry.getAddress().getPort();
     List<byte[]> messages = messages(cpu, 10_000);
@@ -55,24 +56,31 @@ public final class SerdeBench {
         new RegistryAvroDeserializationSchema<>(
             GenericRecord.class, cpu, () -> new MapCoder(Map.of(ID, cpu)));
     flinks.open(null);
-    DerivedMetricSerializer oursOut =
-        new DerivedMetricSerializer(url, "d-value", "derived_metric.avsc");
+    DerivedWindowSerializer oursOut =
+        new DerivedWindowSerializer(url, "d-value", "derived_window.avsc");
     oursOut.open(null);
     RegistryAvroSerializationSchema<GenericRecord> flinksOut =
         RegistryAvroSerializationSchema.forGeneric(
             derived, () -> new MapCoder(Map.of(ID, derived)));
     flinksOut.open(null);
-    DerivedMetric m =
-        new DerivedMetric(
-            "host0001",
-            "host0001",
-            "steal_pct",
-            1_700_000_000_000L,
-            1_700_000_060_000L,
-            3.25,
-            6,
-            true,
-            1_700_000_065_000L);
+    // a window of four metrics, about what an nmon host's window yields (docs/warehouse.md)
+    DerivedMetric[] ms = new DerivedMetric[4];
+    String[] names = {"steal_pct", "physc", "entc_pct", "busy_pct"};
+    for (int i = 0; i < ms.length; i++) {
+      ms[i] =
+          new DerivedMetric(
+              "host0001",
+              "host0001",
+              names[i],
+              1_700_000_000_000L,
+              1_700_000_060_000L,
+              3.25,
+              6,
+              true,
+              1_700_000_065_000L);
+    }
+    DerivedMetric m = ms[0];
+    DerivedWindow w = new DerivedWindow(ms);
 
     long[] sink = new long[1];
     Collector<CpuSample> collect =
@@ -102,14 +110,14 @@ public final class SerdeBench {
       t = System.nanoTime();
       for (int i = 0; i < n; i++) {
         m.value = i;
-        sink[0] += oursOut.serialize(m).length;
+        sink[0] += oursOut.serialize(w).length;
       }
       report(tag, "write hand-written", n, t);
       t = System.nanoTime();
       for (int i = 0; i < n; i++) {
         m.value = i;
         GenericRecord r = new GenericData.Record(derived);
-        fill(m, r);
+        fill(w, r);
         sink[0] += flinksOut.serialize(r).length;
       }
       report(tag, "write flink-avro   ", n, t);
@@ -123,17 +131,25 @@ public final class SerdeBench {
     System.out.printf("%s %s %,10.0f records/s%n", tag, what, n / s);
   }
 
-  /** As DerivedMetricSerializer fills its record. */
-  static void fill(DerivedMetric m, GenericRecord r) {
-    r.put("entity_id", m.entityId);
-    r.put("entity_name", m.entityName);
-    r.put("metric", m.metric);
-    r.put("window_start", m.windowStart);
-    r.put("window_end", m.windowEnd);
-    r.put("value", m.value);
-    r.put("samples", m.samples);
-    r.put("is_final", m.isFinal);
-    r.put("emitted_at", m.emittedAt);
+  /** As DerivedWindowSerializer fills its record. */
+  static void fill(DerivedWindow w, GenericRecord r) {
+    DerivedMetric f = w.metrics[0];
+    r.put("entity_id", f.entityId);
+    r.put("entity_name", f.entityName);
+    r.put("window_start", f.windowStart);
+    r.put("window_end", f.windowEnd);
+    r.put("is_final", f.isFinal);
+    r.put("emitted_at", f.emittedAt);
+    Schema item = r.getSchema().getField("metrics").schema().getElementType();
+    List<GenericRecord> metrics = new ArrayList<>();
+    for (DerivedMetric m : w.metrics) {
+      GenericRecord v = new GenericData.Record(item);
+      v.put("metric", m.metric);
+      v.put("value", m.value);
+      v.put("samples", m.samples);
+      metrics.add(v);
+    }
+    r.put("metrics", metrics);
   }
 
   static List<byte[]> messages(Schema cpu, int count) throws IOException {

@@ -39,3 +39,11 @@ def read_all(settings: Settings, topic_key: str, quiet_seconds: float = 3.0) -> 
     finally:
         consumer.close()
     return out
+
+
+def read_derived(settings: Settings, quiet_seconds: float = 3.0) -> list[dict[str, Any]]:
+    """The job's derived metrics in Kafka, one dict per metric (derived_window.avsc records split
+    as the warehouse's view splits them, sql/039)."""
+    from fleetperf.warehouse.rows import derived_metric_records
+
+    return [m for r in read_all(settings, "derived_windows", quiet_seconds) for m in derived_metric_records(r)]

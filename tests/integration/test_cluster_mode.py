@@ -19,7 +19,7 @@ from fleetperf.demo.simulate import simulate
 from fleetperf.ingest.publish import ingest
 from fleetperf.stack.cluster import ClusterStack, newest_savepoint
 from fleetperf.stack.local import LocalStack
-from tests.integration.kafka_read import read_all
+from tests.integration.kafka_read import read_derived
 from tests.providers import free_port as _free
 from tests.providers import free_run as _free_run
 
@@ -89,7 +89,7 @@ def test_cluster_mode_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert summary.errors == 0, summary.error_lines
         derived = []
         for _ in range(12):  # exactly-once output is visible after a checkpoint (3 s here)
-            derived = read_all(settings, "derived_metrics", quiet_seconds=5.0)
+            derived = read_derived(settings, quiet_seconds=5.0)
             if derived:
                 break
         assert derived, f"no derived metrics from the Flink cluster; JobManager log:\n{stack.jobmanager().tail()}"

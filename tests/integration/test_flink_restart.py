@@ -20,7 +20,7 @@ from fleetperf.kafka_avro import AvroProducer
 from fleetperf.sources.nmon.parser import parse_file
 from fleetperf.stack.local import LocalStack
 from tests.integration.expected import window_metrics
-from tests.integration.kafka_read import read_all
+from tests.integration.kafka_read import read_all, read_derived
 
 pytestmark = pytest.mark.integration
 
@@ -85,11 +85,7 @@ def test_kill_and_restart_from_checkpoint_gives_each_window_once(stack: Settings
     deadline = time.monotonic() + 300  # stream_retain_seconds (90 s in the test stack) after the last sample
     finals: list[dict] = []
     while time.monotonic() < deadline:
-        finals = [
-            r
-            for r in read_all(stack, "derived_metrics")
-            if r["entity_id"] in hosts and r["is_final"] and _key(r) in expected
-        ]
+        finals = [r for r in read_derived(stack) if r["entity_id"] in hosts and r["is_final"] and _key(r) in expected]
         if {_key(r) for r in finals} >= set(expected):
             break
         time.sleep(5)

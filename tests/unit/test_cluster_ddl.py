@@ -93,14 +93,32 @@ def test_table_ddl_on_a_hand_written_table() -> None:
 
 def test_null_input_tables_are_null_on_every_shard_and_sharded_by_host(ddl: list[str]) -> None:
     """A Null-engine input table (its materialized views do the work) keeps nothing on any shard;
-    inserts through its Distributed twin reach the shard that holds the host's rows."""
+    inserts through its Distributed twin reach the shard that holds the host's rows: the sharding
+    key of every table its views write (an early and a final window of one entity meet there)."""
     text = "\n".join(p.read_text() for p in sorted(SQL_DIR.glob("[0-9][0-9][0-9]_*.sql")))
     nulls = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)\s*\([^;]*?\)\s*ENGINE = Null", text, re.S))
+    assert {"nmon_snapshots_in", "derived_windows_in"} <= nulls
+
+    def sharding(table: str) -> str:
+        [dist] = [s for s in ddl if s.startswith(f"CREATE TABLE IF NOT EXISTS fleetperf.{table} ")]
+        found = re.search(rf"Distributed\('perf', 'fleetperf', '{table}_local', (.+)\)$", dist)
+        assert found, dist
+        return found.group(1)
+
     for name in nulls:
         assert any(
             s.startswith(f"CREATE TABLE IF NOT EXISTS fleetperf.{name}_local ") and s.endswith("ENGINE = Null")
             for s in ddl
         )
-        [dist] = [s for s in ddl if s.startswith(f"CREATE TABLE IF NOT EXISTS fleetperf.{name} ")]
-        assert f"Distributed('perf', 'fleetperf', '{name}_local', cityHash64(host_id))" in dist
+        targets = {
+            m.group(1)
+            for s in ddl
+            if "MATERIALIZED VIEW" in s and re.search(rf"FROM fleetperf\.{name}_local\b", s)
+            for m in [re.search(r"\bTO fleetperf\.(\w+)_local\b", s)]
+            if m
+        }
+        assert targets, name
+        assert sharding(name) in {"cityHash64(host_id)", "cityHash64(entity_id)"}
+        for target in targets:
+            assert sharding(target) == sharding(name), (name, target)
         assert not [s for s in ddl if "MATERIALIZED VIEW" in s and re.search(rf"FROM fleetperf\.{name}\b(?!_local)", s)]

@@ -1,4 +1,5 @@
-"""Cpu samples, derived metrics and anomaly flags read by the engine (sink.ENGINE_DECODED, issue 24
+"""Cpu samples, derived metrics (the job's window records and the per-metric ones of older jobs)
+and anomaly flags read by the engine (sink.ENGINE_DECODED, issue 24
 goal 1: a fleet's backfill is mostly these small records) store exactly the rows of their records.
 
 The expected rows are written out here from the records this test encodes (not through the sink's
@@ -38,6 +39,8 @@ IDS = {
     32: ("cpu_samples", _schemas("cpu_samples")[1]),
     41: ("derived_metrics", _schemas("derived_metrics")[0]),
     42: ("derived_metrics", _schemas("derived_metrics")[1]),
+    43: ("derived_windows", _schemas("derived_windows")[0]),
+    44: ("derived_windows", _schemas("derived_windows")[1]),
     51: ("anomaly_flags", _schemas("anomaly_flags")[0]),
     52: ("anomaly_flags", _schemas("anomaly_flags")[1]),
 }
@@ -106,6 +109,27 @@ def derived_metric(i: int) -> dict[str, Any]:
         "samples": 2**31 - 1 if i == 1 else i,
         "is_final": i % 4 != 0,
         "emitted_at": T0 + timedelta(minutes=i + 1, milliseconds=7),
+        **({"note": "v2"} if i % 3 == 1 else {}),
+    }
+
+
+def derived_window(i: int) -> dict[str, Any]:
+    """The job's record of window i (derived_window.avsc): one to four metrics."""
+    return {
+        "entity_id": f"lpar{i % 3}",
+        "entity_name": "" if i == 4 else f"LPAR Ü{i % 3}",
+        "window_start": T0 + timedelta(minutes=i),
+        "window_end": T0 + timedelta(minutes=i + 1),
+        "is_final": i % 4 != 0,
+        "emitted_at": T0 + timedelta(minutes=i + 1, milliseconds=7),
+        "metrics": [
+            {
+                "metric": ("busy_pct", "steal_pct", "physc", "entc_pct")[k],
+                "value": -1.5e-7 if i == 2 else 1e12 + i + k / 8,
+                "samples": 2**31 - 1 if i == 1 else i + k,
+            }
+            for k in range(1 + i % 4)
+        ],
         **({"note": "v2"} if i % 3 == 1 else {}),
     }
 
@@ -214,6 +238,82 @@ def test_engine_decoded_records_make_exactly_their_rows(
     python, _ = _run(settings, ch, msgs, engine=False)
     assert python.rows_written == {topic.table: 9}
     assert stored(ch, topic.table, columns) == expected(records, columns)
+
+
+def window_rows(windows: list[dict[str, Any]]) -> list[tuple]:
+    """The derived_metrics rows of window records, written out field by field (sql/039's view)."""
+    rows = []
+    for w in windows:
+        for m in w["metrics"]:
+            row = {**w, **m}
+            rows.append(tuple(naive(row[c]) if isinstance(row[c], datetime) else row[c] for c in DERIVED_COLUMNS))
+    return sorted(rows, key=repr)
+
+
+def test_derived_windows_make_one_derived_metrics_row_per_metric(warehouse: Any) -> None:  # noqa: ANN401
+    """The job's output since sql/039: the engine reads the window records into derived_windows_in
+    and its view writes exactly the derived_metrics rows the per-metric records made; the Python
+    path (a failed insert's fallback) stores the same rows."""
+    settings, ch = warehouse
+    topic = settings.topic("derived_windows")
+    assert topic.table == "derived_windows_in" and ENGINE_DECODED["derived_windows"] is None
+    records = [derived_window(i) for i in range(9)]
+    msgs = [Msg(topic.name, 0, i, frame(r, 44 if "note" in r else 43)) for i, r in enumerate(records)]
+    want = window_rows(records)
+    assert len(want) == sum(1 + i % 4 for i in range(9)) == 21
+    sink, consumer = _run(settings, ch, msgs)
+    assert sink.engine_tables[topic.name] == "derived_windows_in"
+    assert consumer.committed == {(topic.name, 0): 9} and sink.undecodable == 0
+    assert sink.rows_written == {"derived_windows_in": 9}
+    assert stored(ch, "derived_metrics", DERIVED_COLUMNS) == want
+    assert ch.query("SELECT count() FROM derived_windows_in").result_rows == [(0,)]  # keeps nothing
+
+    for table in ("derived_metrics", "sink_batches"):
+        ch.command(f"TRUNCATE TABLE {table}")
+    python, _ = _run(settings, ch, msgs, engine=False)
+    assert python.rows_written == {"derived_windows_in": 9}
+    assert stored(ch, "derived_metrics", DERIVED_COLUMNS) == want
+
+
+def test_a_broken_derived_window_is_a_dead_letter_and_its_batch_goes_in(warehouse: Any) -> None:  # noqa: ANN401
+    settings, ch = warehouse
+    topic = settings.topic("derived_windows")
+    records = [{k: v for k, v in derived_window(i).items() if k != "note"} for i in range(6)]
+    values = [frame(r, 43) for r in records]
+    values[3] = values[3][:-5]  # the last metric cut short: does not decode
+    msgs = [Msg(topic.name, 0, o, v) for o, v in enumerate(values)]
+    sink, consumer = _run(settings, ch, msgs)
+    assert consumer.committed == {(topic.name, 0): 6} and sink.undecodable == 1
+    assert stored(ch, "derived_metrics", DERIVED_COLUMNS) == window_rows(records[:3] + records[4:])
+    assert ch.query("SELECT kafka_offset FROM dead_letters FINAL").result_rows == [(3,)]
+
+
+def test_a_replayed_derived_window_batch_counts_once_in_the_rollups(warehouse: Any) -> None:  # noqa: ANN401
+    """A batch of window records inserted (by the Python path) but never committed, then replayed
+    by the engine: derived_metrics and the rollups behind sql/039's view hold it once."""
+    settings, ch = warehouse
+    topic = settings.topic("derived_windows")
+    records = [{k: v for k, v in derived_window(i).items() if k != "note"} | {"is_final": True} for i in range(9)]
+    msgs = [Msg(topic.name, 0, i, frame(r, 43)) for i, r in enumerate(records)]
+
+    def feed(sink: Sink, consumer: Consumer) -> None:
+        sink.batch_rows, sink.batch_seconds = 100, 3600.0  # one batch
+        for m in msgs:
+            sink.add(consumer, m)
+        sink.flush_due(consumer, force=True)
+
+    crashed = Consumer()
+    crashed.fail_commit = True
+    with pytest.raises(RuntimeError):
+        feed(Sink(settings, ch, fetch=registry, engine_decode=False), crashed)
+    counts = "SELECT (SELECT count() FROM derived_metrics), (SELECT sum(windows) FROM metrics_hourly_v)"
+    once = ch.query(counts).result_rows
+    assert once == [(21, 21)]
+    replay = Sink(settings, ch, fetch=registry)
+    consumer = Consumer()
+    feed(replay, consumer)
+    assert consumer.committed == {(topic.name, 0): 9} and replay.replayed_batches == 1
+    assert ch.query(counts).result_rows == once
 
 
 def made(schema: Any, i: int, name: str) -> Any:  # noqa: ANN401

@@ -122,12 +122,15 @@ def table_ddl(create: str, database: str, cluster: str) -> list[str]:
 def null_table_ddl(create: str, database: str, cluster: str) -> list[str]:
     """A Null-engine input table (it keeps nothing; only its materialized views see an insert) ->
     a Null `_local` table per shard and a Distributed table under the original name, sharded by
-    host_id like the MergeTree tables, so the views on each shard write the rows of the hosts that
-    shard holds."""
+    host_id (entity_id for Flink's windows) like the MergeTree tables, so the views on each shard
+    write the rows of the hosts that shard holds."""
     name, columns, cols_end = _table_head(create, database)
     if not re.match(r"\s*ENGINE = `?Null`?", create[cols_end:]):
         raise ValueError(f"{name}: not a Null table")
-    shard = "cityHash64(host_id)" if re.search(r"`host_id`", columns) else "rand()"
+    # sharded as the table its view writes (table_ddl: the first sorting key column), so a
+    # window's early and final rows meet on one shard and replace each other there
+    key = next((k for k in ("host_id", "entity_id") if re.search(rf"`{k}`", columns)), None)
+    shard = f"cityHash64({key})" if key else "rand()"
     local, on = f"{name}_local", f"ON CLUSTER '{cluster}'"
     return [
         f"CREATE TABLE IF NOT EXISTS {database}.{local} {on} {columns} ENGINE = Null",

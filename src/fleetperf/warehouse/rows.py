@@ -67,7 +67,22 @@ def _tuples_of(field: str, inner: tuple[str, ...]):  # noqa: ANN202
     return convert
 
 
-_CONVERT = {"lpar_samples": _tuples_of("cpus", _LPAR_CPU_FIELDS)}
+_CONVERT = {
+    "lpar_samples": _tuples_of("cpus", _LPAR_CPU_FIELDS),
+    # derived_windows_in (sql/039), whose view splits the array into derived_metrics rows
+    "derived_windows": _tuples_of("metrics", ("metric", "value", "samples")),
+}
+
+
+def derived_metric_records(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A decoded record of Flink's derived topics as one dict per metric, the fields of
+    derived_metric.avsc: a derived_window.avsc record (the job's output since sql/039) gives one per
+    metric of its window, a derived_metric.avsc record (older jobs) itself. What derived_metrics
+    stores of either, for the benchmarks and tests that read Kafka."""
+    if "metrics" not in record:
+        return [record]
+    shared = {k: v for k, v in record.items() if k != "metrics"}
+    return [{**shared, **m} for m in record["metrics"]]
 
 
 class RowMapper:

@@ -13,17 +13,19 @@ import io.fleetperf.jobs.samples.Sample;
 import io.fleetperf.jobs.samples.ZvmCpuSample;
 import io.fleetperf.jobs.windows.CpuWindowAccumulator;
 import io.fleetperf.jobs.windows.DerivedMetric;
+import io.fleetperf.jobs.windows.DerivedWindow;
 import io.fleetperf.jobs.windows.LacpWindowAccumulator;
 import io.fleetperf.jobs.windows.PerStreamWindows;
 import io.fleetperf.jobs.windows.SlbWindowAccumulator;
 import io.fleetperf.jobs.windows.TvWindowAccumulator;
 import io.fleetperf.jobs.windows.WindowAccumulator;
 import io.fleetperf.jobs.wire.AnomalyFlagSerializer;
-import io.fleetperf.jobs.wire.DerivedMetricSerializer;
+import io.fleetperf.jobs.wire.DerivedWindowSerializer;
 import io.fleetperf.jobs.wire.LateSampleSerializer;
 import io.fleetperf.jobs.wire.RegistryAvroDeserializer;
 import java.util.Optional;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.FlatMapFunction;
 import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -42,14 +44,16 @@ import org.apache.flink.core.execution.CheckpointingMode;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Derived metrics: tumbling event-time windows per entity and source stream ({@link
  * PerStreamWindows}) over the cpu, hpm, net-port and z/VM sample topics, one accumulator per input
- * (which metrics each yields: config/metrics.toml), into the derived-metrics topic; final windows
- * feed the rule and baseline flags of the anomaly-flags topic. Settings: {@link JobSettings}.
+ * (which metrics each yields: config/metrics.toml), into the derived-windows topic (one record per
+ * entity and window with all its metrics); final windows' metrics feed the rule and baseline flags
+ * of the anomaly-flags topic. Settings: {@link JobSettings}.
  */
 public final class DerivedMetricsJob {
   private DerivedMetricsJob() {}
@@ -90,6 +94,24 @@ public final class DerivedMetricsJob {
     env.execute("fleetperf-derived-metrics");
   }
 
+  /** The final metrics of a window the flags watch. */
+  static final class WatchedFinals implements FlatMapFunction<DerivedWindow, DerivedMetric> {
+    private final FlagDetector detector;
+
+    WatchedFinals(FlagDetector detector) {
+      this.detector = detector;
+    }
+
+    @Override
+    public void flatMap(DerivedWindow w, Collector<DerivedMetric> out) {
+      for (DerivedMetric m : w.metrics) {
+        if (m.isFinal && detector.watches(m.metric)) {
+          out.collect(m);
+        }
+      }
+    }
+  }
+
   /** The late side outputs of the windows built by one build() call. */
   private static final ThreadLocal<java.util.List<DataStream<LateSample>>> LATE =
       ThreadLocal.withInitial(java.util.ArrayList::new);
@@ -106,7 +128,7 @@ public final class DerivedMetricsJob {
     // Event time is kept per host and source stream inside PerStreamWindows, not as a
     // partition-wide watermark. One window operator per input, in this order (the first keeps the
     // uid and transactional id prefix of the one derived-metrics sink of earlier versions).
-    java.util.Map<String, DataStream<DerivedMetric>> outputs = new java.util.LinkedHashMap<>();
+    java.util.Map<String, DataStream<DerivedWindow>> outputs = new java.util.LinkedHashMap<>();
     outputs.put(
         "cpu",
         windows(
@@ -172,17 +194,18 @@ public final class DerivedMetricsJob {
                         () -> new TvWindowAccumulator(floor),
                         "zvm-system")));
 
-    // Each window operator writes its derived metrics itself, through a Kafka sink chained to it,
-    // and picks the final windows the flags watch itself: a union of the window operators' outputs
+    // Each window operator writes its derived windows itself, through a Kafka sink chained to it,
+    // and picks the final metrics the flags watch itself: a union of the window operators' outputs
     // cannot be chained, so every derived metric crossed the network stack twice (to the one sink,
     // to the flags' filter), (de)serialised as a POJO each time (JFR on a fleet's backfill: 25 % of
-    // the job's samples in that exchange). Only the watched final windows cross it now, to the
-    // flags keyed by entity and metric.
-    JobSettings.Topic derived = o.topic(JobSettings.DERIVED_METRICS);
+    // the job's samples in that exchange). Only the watched final metrics cross it now, to the
+    // flags keyed by entity and metric. One Kafka record per window, not per metric: writing a
+    // record cost about 6 us of the job's CPU, a third of it on a fleet's backlog (session 21).
+    JobSettings.Topic derived = o.topic(JobSettings.DERIVED_WINDOWS);
     Optional<JobSettings.Topic> flagTopic = o.optionalTopic(JobSettings.ANOMALY_FLAGS);
     FlagDetector detector = flagTopic.isPresent() ? o.flagDetector() : null;
     DataStream<DerivedMetric> watched = null;
-    for (java.util.Map.Entry<String, DataStream<DerivedMetric>> e : outputs.entrySet()) {
+    for (java.util.Map.Entry<String, DataStream<DerivedWindow>> e : outputs.entrySet()) {
       String name = e.getKey();
       boolean first = name.equals("cpu");
       e.getValue()
@@ -191,14 +214,14 @@ public final class DerivedMetricsJob {
                   o,
                   derived.name,
                   first ? "derived" : "derived-" + name,
-                  new DerivedMetricSerializer(o.registryUrl, derived.subject, derived.schema),
-                  m -> m.entityId))
+                  new DerivedWindowSerializer(o.registryUrl, derived.subject, derived.schema),
+                  w -> w.first().entityId))
           .name(name + "-derived-metrics")
           .uid(first ? "derived-metrics-sink" : "derived-metrics-sink-" + name);
       if (detector != null) {
         DataStream<DerivedMetric> finals =
             e.getValue()
-                .filter(m -> m.isFinal && detector.watches(m.metric))
+                .flatMap(new WatchedFinals(detector), TypeInformation.of(DerivedMetric.class))
                 .name(name + "-final-windows");
         watched = watched == null ? finals : watched.union(finals);
       }
@@ -302,7 +325,7 @@ public final class DerivedMetricsJob {
   }
 
   private static <T extends Sample, A extends WindowAccumulator<T>>
-      DataStream<DerivedMetric> windows(
+      DataStream<DerivedWindow> windows(
           JobSettings o,
           DataStream<T> samples,
           Class<T> sampleType,
@@ -310,7 +333,7 @@ public final class DerivedMetricsJob {
           PerStreamWindows.SerializableSupplier<A> newAccumulator,
           String name) {
     OutputTag<T> late = new OutputTag<>("late-" + name, TypeInformation.of(sampleType));
-    SingleOutputStreamOperator<DerivedMetric> out =
+    SingleOutputStreamOperator<DerivedWindow> out =
         samples
             .keyBy(Sample::streamKey, Types.STRING)
             .process(
@@ -322,7 +345,7 @@ public final class DerivedMetricsJob {
                     o.outOfOrderness.toMillis(),
                     o.idleFlush.toMillis(),
                     o.streamRetain.toMillis()),
-                TypeInformation.of(DerivedMetric.class))
+                TypeInformation.of(DerivedWindow.class))
             .name(name + "-windows")
             .uid(name + "-windows");
     DataStream<LateSample> lateSamples =

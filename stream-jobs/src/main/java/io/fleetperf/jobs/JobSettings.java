@@ -34,7 +34,7 @@ public final class JobSettings implements Serializable {
   public static final String NET_PORT_SAMPLES = "net_port_samples";
   public static final String ZVM_GUEST_SAMPLES = "zvm_guest_samples";
   public static final String ZVM_SYSTEM_SAMPLES = "zvm_system_samples";
-  public static final String DERIVED_METRICS = "derived_metrics";
+  public static final String DERIVED_WINDOWS = "derived_windows";
   public static final String ANOMALY_FLAGS = "anomaly_flags";
   public static final String DEAD_LETTERS = "dead_letters";
 

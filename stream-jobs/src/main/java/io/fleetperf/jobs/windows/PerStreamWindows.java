@@ -55,7 +55,7 @@ import org.apache.flink.util.OutputTag;
  * rather than the start of a partial window that would replace a complete final one downstream.
  */
 public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
-    extends KeyedProcessFunction<String, T, DerivedMetric> {
+    extends KeyedProcessFunction<String, T, DerivedWindow> {
   private final OutputTag<T> late;
   private final Class<A> accumulatorClass;
   private final SerializableSupplier<A> newAccumulator;
@@ -155,7 +155,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   }
 
   @Override
-  public void processElement(T s, Context ctx, Collector<DerivedMetric> out) throws Exception {
+  public void processElement(T s, Context ctx, Collector<DerivedWindow> out) throws Exception {
     StreamClock c = clock.value();
     if (s.endOfStream()) {
       endOfStream(s, c, ctx, out);
@@ -210,7 +210,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
    * record (its values were added when the record itself came), so it is not added again. A marker
    * of a stream without state (unknown, or ended already) changes nothing.
    */
-  private void endOfStream(T marker, StreamClock c, Context ctx, Collector<DerivedMetric> out)
+  private void endOfStream(T marker, StreamClock c, Context ctx, Collector<DerivedWindow> out)
       throws Exception {
     if (c == null && open.isEmpty()) {
       return;
@@ -236,7 +236,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   }
 
   /** Every open window emitted final and dropped; the end of the latest (Long.MIN_VALUE: none). */
-  private long finalAll(Collector<DerivedMetric> out) throws Exception {
+  private long finalAll(Collector<DerivedWindow> out) throws Exception {
     long end = Long.MIN_VALUE;
     for (Map.Entry<Long, A> e : open.entries()) {
       emit(e.getKey(), e.getValue(), true, out);
@@ -271,7 +271,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     return earliest;
   }
 
-  private void closeUpTo(StreamClock c, Collector<DerivedMetric> out) throws Exception {
+  private void closeUpTo(StreamClock c, Collector<DerivedWindow> out) throws Exception {
     List<Long> done = new ArrayList<>();
     long earliest = Long.MAX_VALUE;
     for (Map.Entry<Long, A> e : open.entries()) {
@@ -289,7 +289,7 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
   }
 
   @Override
-  public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedMetric> out)
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<DerivedWindow> out)
       throws Exception {
     StreamClock c = clock.value();
     if (c == null) {
@@ -335,9 +335,10 @@ public class PerStreamWindows<T extends Sample, A extends WindowAccumulator<T>>
     clock.update(c);
   }
 
-  private void emit(long start, A acc, boolean isFinal, Collector<DerivedMetric> out) {
-    for (DerivedMetric m : acc.metrics(start, start + size, isFinal, System.currentTimeMillis())) {
-      out.collect(m);
+  private void emit(long start, A acc, boolean isFinal, Collector<DerivedWindow> out) {
+    for (DerivedWindow w :
+        DerivedWindow.of(acc.metrics(start, start + size, isFinal, System.currentTimeMillis()))) {
+      out.collect(w);
     }
   }
 }

@@ -40,7 +40,10 @@ public class ConfluentAvroSerializer<T> implements SerializationSchema<T> {
     final List<String> fields;
     final FieldsWriter<T> writer;
 
-    /** {@code fields}: "name:type" per field in the schema's order, e.g. "value:DOUBLE". */
+    /**
+     * {@code fields}: "name:type" per field in the schema's order, e.g. "value:DOUBLE"; an array of
+     * records as "name:ARRAY<name:type,...>" with its items' fields.
+     */
     public Direct(List<String> fields, FieldsWriter<T> writer) {
       this.fields = List.copyOf(fields);
       this.writer = writer;
@@ -54,11 +57,23 @@ public class ConfluentAvroSerializer<T> implements SerializationSchema<T> {
       }
       for (int i = 0; i < fields.size(); i++) {
         Schema.Field f = actual.get(i);
-        if (!fields.get(i).equals(f.name() + ":" + f.schema().getType())) {
+        if (!fields.get(i).equals(f.name() + ":" + describe(f.schema()))) {
           return false;
         }
       }
       return true;
+    }
+
+    private static String describe(Schema s) {
+      if (s.getType() == Schema.Type.ARRAY && s.getElementType().getType() == Schema.Type.RECORD) {
+        StringBuilder b = new StringBuilder("ARRAY<");
+        for (Schema.Field f : s.getElementType().getFields()) {
+          b.append(b.length() > 6 ? "," : "").append(f.name()).append(':');
+          b.append(describe(f.schema()));
+        }
+        return b.append('>').toString();
+      }
+      return s.getType().toString();
     }
   }
 

@@ -22,7 +22,7 @@ class PerStreamWindowsTest {
   private static final long MIN = 60_000;
   private static final OutputTag<CpuSample> LATE =
       new OutputTag<>("late", TypeInformation.of(CpuSample.class));
-  private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric> harness;
+  private KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedWindow> harness;
 
   @BeforeEach
   void setUp() throws Exception {
@@ -31,7 +31,7 @@ class PerStreamWindowsTest {
     harness.setProcessingTime(0);
   }
 
-  private static KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedMetric>
+  private static KeyedOneInputStreamOperatorTestHarness<String, CpuSample, DerivedWindow>
       newHarness() throws Exception {
     return new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(
@@ -77,8 +77,18 @@ class PerStreamWindowsTest {
     harness.processElement(new StreamRecord<>(marker));
   }
 
+  /** The metrics of every window record emitted so far, in order. */
   private List<DerivedMetric> output() {
-    return harness.extractOutputValues();
+    List<DerivedWindow> windows = harness.extractOutputValues();
+    for (DerivedWindow w : windows) {
+      // one record per window: its metrics share the entity and window the record carries
+      for (DerivedMetric m : w.metrics) {
+        assertEquals(w.first().entityId, m.entityId);
+        assertEquals(w.first().windowStart, m.windowStart);
+        assertEquals(w.first().isFinal, m.isFinal);
+      }
+    }
+    return windows.stream().flatMap(w -> java.util.Arrays.stream(w.metrics)).toList();
   }
 
   @Test
