@@ -2,6 +2,7 @@ package io.fleetperf.jobs.windows;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * One record of schemas/derived_window.avsc (a Flink POJO): every metric one window of one entity
@@ -37,8 +38,8 @@ public class DerivedWindow {
   }
 
   private static boolean sameWindow(DerivedMetric a, DerivedMetric b) {
-    return a.entityId.equals(b.entityId)
-        && a.entityName.equals(b.entityName)
+    return Objects.equals(a.entityId, b.entityId)
+        && Objects.equals(a.entityName, b.entityName)
         && a.windowStart == b.windowStart
         && a.windowEnd == b.windowEnd
         && a.isFinal == b.isFinal
