@@ -117,7 +117,7 @@ public final class SerdeBench {
       for (int i = 0; i < n; i++) {
         m.value = i;
         GenericRecord r = new GenericData.Record(derived);
-        fill(w, r);
+        DerivedWindowSerializer.fill(w, r);
         sink[0] += flinksOut.serialize(r).length;
       }
       report(tag, "write flink-avro   ", n, t);
@@ -129,27 +129,6 @@ public final class SerdeBench {
   static void report(String tag, String what, int n, long started) {
     double s = (System.nanoTime() - started) / 1e9;
     System.out.printf("%s %s %,10.0f records/s%n", tag, what, n / s);
-  }
-
-  /** As DerivedWindowSerializer fills its record. */
-  static void fill(DerivedWindow w, GenericRecord r) {
-    DerivedMetric f = w.metrics[0];
-    r.put("entity_id", f.entityId);
-    r.put("entity_name", f.entityName);
-    r.put("window_start", f.windowStart);
-    r.put("window_end", f.windowEnd);
-    r.put("is_final", f.isFinal);
-    r.put("emitted_at", f.emittedAt);
-    Schema item = r.getSchema().getField("metrics").schema().getElementType();
-    List<GenericRecord> metrics = new ArrayList<>();
-    for (DerivedMetric m : w.metrics) {
-      GenericRecord v = new GenericData.Record(item);
-      v.put("metric", m.metric);
-      v.put("value", m.value);
-      v.put("samples", m.samples);
-      metrics.add(v);
-    }
-    r.put("metrics", metrics);
   }
 
   static List<byte[]> messages(Schema cpu, int count) throws IOException {

@@ -288,13 +288,18 @@ def test_a_broken_derived_window_is_a_dead_letter_and_its_batch_goes_in(warehous
     assert ch.query("SELECT kafka_offset FROM dead_letters FINAL").result_rows == [(3,)]
 
 
-def test_a_replayed_derived_window_batch_counts_once_in_the_rollups(warehouse: Any) -> None:  # noqa: ANN401
-    """A batch of window records inserted (by the Python path) but never committed, then replayed
-    by the engine: derived_metrics and the rollups behind sql/039's view hold it once."""
-    settings, ch = warehouse
-    topic = settings.topic("derived_windows")
-    records = [{k: v for k, v in derived_window(i).items() if k != "note"} | {"is_final": True} for i in range(9)]
-    msgs = [Msg(topic.name, 0, i, frame(r, 43)) for i, r in enumerate(records)]
+def _crash_then_replay(
+    settings: config.Settings,
+    ch: Any,  # noqa: ANN401
+    key: str,
+    records: list[dict[str, Any]],
+    schema_id: int,
+) -> tuple[Sink, list[tuple], list[tuple]]:
+    """The records as one batch inserted by the Python path whose commit fails (a crash before the
+    commit), then by a sink reading them through the engine, which replays the recorded range: the
+    replaying sink and (derived_metrics rows, final windows in the hourly rollup) after each."""
+    topic = settings.topic(key)
+    msgs = [Msg(topic.name, 0, i, frame(r, schema_id)) for i, r in enumerate(records)]
 
     def feed(sink: Sink, consumer: Consumer) -> None:
         sink.batch_rows, sink.batch_seconds = 100, 3600.0  # one batch
@@ -306,14 +311,14 @@ def test_a_replayed_derived_window_batch_counts_once_in_the_rollups(warehouse: A
     crashed.fail_commit = True
     with pytest.raises(RuntimeError):
         feed(Sink(settings, ch, fetch=registry, engine_decode=False), crashed)
+    assert crashed.committed == {}
     counts = "SELECT (SELECT count() FROM derived_metrics), (SELECT sum(windows) FROM metrics_hourly_v)"
     once = ch.query(counts).result_rows
-    assert once == [(21, 21)]
     replay = Sink(settings, ch, fetch=registry)
     consumer = Consumer()
     feed(replay, consumer)
-    assert consumer.committed == {(topic.name, 0): 9} and replay.replayed_batches == 1
-    assert ch.query(counts).result_rows == once
+    assert consumer.committed == {(topic.name, 0): len(msgs)} and replay.replayed_batches == 1
+    return replay, once, ch.query(counts).result_rows
 
 
 def made(schema: Any, i: int, name: str) -> Any:  # noqa: ANN401
@@ -433,35 +438,31 @@ def test_a_registry_outage_on_an_engine_decoded_topic_commits_nothing(warehouse:
     assert ch.query("SELECT count() FROM dead_letters").result_rows == [(0,)]
 
 
-def test_a_batch_the_python_path_inserted_is_dropped_when_the_engine_replays_it(warehouse: Any) -> None:  # noqa: ANN401
-    """An older sink decoded derived metrics in Python: a batch it inserted but never committed (it
-    crashed before the commit) and this sink replays must not count twice, in the rollups either."""
+@pytest.mark.parametrize(
+    ("key", "make", "schema_id", "table", "rows"),
+    [
+        ("derived_metrics", derived_metric, 41, "derived_metrics", 9),
+        ("derived_windows", derived_window, 43, "derived_windows_in", 21),
+    ],
+)
+def test_a_batch_the_python_path_inserted_is_dropped_when_the_engine_replays_it(
+    warehouse: Any,  # noqa: ANN401
+    key: str,
+    make: Any,  # noqa: ANN401
+    schema_id: int,
+    table: str,
+    rows: int,
+) -> None:
+    """A batch inserted by the Python path (an older sink decoded derived metrics in Python; this one
+    falls back to it when an insert fails) but never committed (a crash before the commit), then
+    replayed through the engine, must not count twice, in the rollups either: the per-metric
+    records into derived_metrics, the job's window records through sql/039's view."""
     settings, ch = warehouse
-    topic = settings.topic("derived_metrics")
-    records = [{k: v for k, v in derived_metric(i).items() if k != "note"} | {"is_final": True} for i in range(9)]
-    msgs = [Msg(topic.name, 0, i, frame(r, 41)) for i, r in enumerate(records)]
-
-    def feed(sink: Sink, consumer: Consumer) -> None:
-        sink.batch_rows, sink.batch_seconds = 100, 3600.0  # one batch
-        for m in msgs:
-            sink.add(consumer, m)
-        sink.flush_due(consumer, force=True)
-
-    crashed = Consumer()
-    crashed.fail_commit = True
-    with pytest.raises(RuntimeError):
-        feed(Sink(settings, ch, fetch=registry, engine_decode=False), crashed)
-    assert crashed.committed == {}
-    counts = "SELECT (SELECT count() FROM derived_metrics), (SELECT sum(windows) FROM metrics_hourly_v)"
-    once = ch.query(counts).result_rows
-    assert once == [(9, 9)]
-
-    replay = Sink(settings, ch, fetch=registry)
-    consumer = Consumer()
-    feed(replay, consumer)
-    assert consumer.committed == {(topic.name, 0): 9} and replay.replayed_batches == 1
-    assert replay.rows_written == {"derived_metrics": 9}  # through the engine
-    assert ch.query(counts).result_rows == once
+    records = [{k: v for k, v in make(i).items() if k != "note"} | {"is_final": True} for i in range(9)]
+    replay, once, again = _crash_then_replay(settings, ch, key, records, schema_id)
+    assert once == [(rows, rows)]
+    assert replay.rows_written == {table: 9}  # through the engine
+    assert again == once
 
 
 def test_a_writer_schema_without_a_nullable_field_stores_null_as_the_python_path_does(warehouse: Any) -> None:  # noqa: ANN401

@@ -44,7 +44,8 @@ public class DerivedWindowSerializer extends ConfluentAvroSerializer<DerivedWind
     super(registryUrl, subject, schemaFile, DerivedWindowSerializer::fill, DIRECT);
   }
 
-  static void fill(DerivedWindow w, GenericRecord r) {
+  /** The generic writer's record (public: bench/SerdeBench.java fills Flink's format with it). */
+  public static void fill(DerivedWindow w, GenericRecord r) {
     DerivedMetric f = w.first();
     r.put("entity_id", f.entityId);
     r.put("entity_name", f.entityName);
