@@ -23,6 +23,10 @@ browser (chromedriver, Chromium and its helpers) used while the dashboards opene
 cores are shared by both, and CPU is less noisy than wall time on a shared machine. --off SETTING
 ... measures with only those speed settings off, before, side by side (e.g. --off metadata_pool).
 Cold = the first open after the start: no warm-up of any cache is done.
+After them, Superset's own floor: an empty dashboard (made through the REST API for the measurement,
+deleted after it) opened the same way, what no dashboard can go below in this browser on this machine
+(each open by URL boots Superset's single-page app again: evaluating its bundles was most of the
+main thread's time in a Chrome trace of an empty dashboard's open, docs in src/fleetperf/dashboards/README.md).
 Superset's DASHBOARD_VIRTUALIZATION (on by default) draws only charts in the viewport; the window
 (1600x2000) holds every chart of every dashboard and the bench waits for every chart to be drawn.
 
@@ -62,6 +66,29 @@ return performance.getEntriesByType('resource').filter(e => e.name.includes('/ap
   const m = decodeURIComponent(e.name).match(/"slice_id":\\s*(\\d+)/);
   return [m ? Number(m[1]) : null, e.duration];
 });
+"""
+# Superset's own floor: a dashboard with no charts and no filters, made through the REST API for the
+# measurement and deleted after it (CSRF token first: Superset's API refuses a write without one)
+_EMPTY_SLUG = "fleetperf-bench-empty"
+_EMPTY_CREATE = """
+const [slug, done] = [arguments[0], arguments[arguments.length - 1]];
+fetch('/api/v1/security/csrf_token/').then(r => r.json()).then(t =>
+  fetch('/api/v1/dashboard/', {method: 'POST', headers: {'Content-Type': 'application/json', 'X-CSRFToken': t.result},
+    body: JSON.stringify({dashboard_title: 'bench: no charts', slug: slug, published: true})}))
+  .then(r => r.json()).then(j => done(j.id || JSON.stringify(j))).catch(e => done(String(e)));
+"""
+_EMPTY_DELETE = """
+const [id, done] = [arguments[0], arguments[arguments.length - 1]];
+fetch('/api/v1/security/csrf_token/').then(r => r.json()).then(t =>
+  fetch('/api/v1/dashboard/' + id, {method: 'DELETE', headers: {'X-CSRFToken': t.result}}))
+  .then(r => done(r.status)).catch(e => done(String(e)));
+"""
+# drawn: its header and the empty grid's message are on the page, nothing is loading
+_EMPTY_DONE = """
+return document.querySelector('[data-test="dashboard-header-container"]') !== null
+  && document.querySelector('[data-test="grid-container"]') !== null
+  && document.querySelector('.loading') === null
+  && document.body.innerText.includes('no charts added');
 """
 _SLICES = """
 const done = arguments[arguments.length - 1];
@@ -114,6 +141,31 @@ def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[fl
                 return now, [float(d) for d in drawn], [(s, ms / 1000) for s, ms in driver.execute_script(_REQUESTS)]
         time.sleep(0.05)
     raise AssertionError(f"{url}: charts still loading after {timeout}s")
+
+
+def _floor(driver, base_url: str, opens: int, timeout: float, browser: int) -> dict[str, float]:  # noqa: ANN001
+    """Superset's single-page app alone: an empty dashboard opened 1 + `opens` times after the
+    others (the browser's caches and the server's code paths warm), seconds until drawn and the
+    browser's CPU per open; what no dashboard of ours can go below on this machine."""
+    made = driver.execute_async_script(_EMPTY_CREATE, _EMPTY_SLUG)
+    if not isinstance(made, int):
+        raise AssertionError(f"could not create the empty dashboard: {made}")
+    walls: list[float] = []
+    cpus: list[float] = []
+    try:
+        for _ in range(1 + opens):
+            cpu0, started = _tree_cpu(browser), time.monotonic()
+            driver.get(f"{base_url}/superset/dashboard/{_EMPTY_SLUG}/")
+            while not driver.execute_script(_EMPTY_DONE):
+                if time.monotonic() - started > timeout:
+                    raise AssertionError(f"the empty dashboard still loading after {timeout}s")
+                time.sleep(0.05)
+            walls.append(time.monotonic() - started)
+            cpus.append(_tree_cpu(browser) - cpu0)
+    finally:
+        driver.execute_async_script(_EMPTY_DELETE, made)
+    warm, warm_cpu = walls[1:] or walls, cpus[1:] or cpus
+    return {"first": walls[0], "warm": statistics.median(warm), "browser_cpu": statistics.median(warm_cpu)}
 
 
 # what --baseline switches off (Superset's defaults): README, Dashboards, "Speed"
@@ -190,6 +242,9 @@ def measure(
                       f"warm {result['warm']:6.2f}s", flush=True)  # fmt: skip
             out["_cpu"] = _tree_cpu(warehouse) - cpu_before
             out["_browser_cpu"] = _tree_cpu(browser) - browser_before
+            out["_opens_cpu"] = out["_browser_cpu"] / (len(DASHBOARDS) * (1 + opens))
+            # after the CPU totals, so that they stay comparable with earlier runs
+            out["_floor"] = _floor(driver, settings.superset_url, opens, timeout, browser)
         finally:
             driver.quit()
     finally:
@@ -354,6 +409,14 @@ def _report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> Non
     print(f"| warehouse CPU s (every open) | {cpu} |")
     cpu = " | ".join(f"{results[d]['_browser_cpu']:.1f}" if "_browser_cpu" in results[d] else "-" for d in runs)
     print(f"| browser CPU s (every open) | {cpu} |")
+    per_open = " | ".join(f"{results[d]['_opens_cpu']:.2f}" if "_opens_cpu" in results[d] else "-" for d in runs)
+    print(f"| browser CPU s per open (mean) | {per_open} |")
+    print("\nSuperset's own floor: an empty dashboard (no charts, no filters) opened after the others, "
+          "seconds until drawn (first / median of the next) and the browser's CPU per open")  # fmt: skip
+    for d in runs:
+        f = results[d].get("_floor")
+        if f:
+            print(f"  {d}: {f['first']:.2f} / {f['warm']:.2f} s, browser {f['browser_cpu']:.2f} CPU-s per open")
     for d in runs:
         worst = max(
             ((b.title, k, results[d][b.slug][k]) for b in DASHBOARDS for row in b.rows for k in row),
