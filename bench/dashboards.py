@@ -24,9 +24,11 @@ cores are shared by both, and CPU is less noisy than wall time on a shared machi
 ... measures with only those speed settings off, before, side by side (e.g. --off metadata_pool).
 Cold = the first open after the start: no warm-up of any cache is done.
 After them, Superset's own floor: an empty dashboard (made through the REST API for the measurement,
-deleted after it) opened the same way, what no dashboard can go below in this browser on this machine
-(each open by URL boots Superset's single-page app again: evaluating its bundles was most of the
-main thread's time in a Chrome trace of an empty dashboard's open, docs in src/fleetperf/dashboards/README.md).
+deleted after it) opened the same way: what Superset's page costs with none of our charts, in this
+browser on this machine. It is a reference, not a strict lower bound: a dashboard of two or three
+small charts was drawn in about the same time. Each open by URL boots Superset's single-page app
+again; evaluating its bundles was most of the main thread's time in a Chrome trace of the opens
+(src/fleetperf/dashboards/README.md, "Session 23").
 Superset's DASHBOARD_VIRTUALIZATION (on by default) draws only charts in the viewport; the window
 (1600x2000) holds every chart of every dashboard and the bench waits for every chart to be drawn.
 
@@ -146,7 +148,8 @@ def _open(driver, url: str, charts: int, timeout: float) -> tuple[float, list[fl
 def _floor(driver, base_url: str, opens: int, timeout: float, browser: int) -> dict[str, float]:  # noqa: ANN001
     """Superset's single-page app alone: an empty dashboard opened 1 + `opens` times after the
     others (the browser's caches and the server's code paths warm), seconds until drawn and the
-    browser's CPU per open; what no dashboard of ours can go below on this machine."""
+    browser's CPU per open: what Superset's page costs with none of our charts (a reference, not a
+    strict lower bound: the empty grid has a drawing path of its own)."""
     made = driver.execute_async_script(_EMPTY_CREATE, _EMPTY_SLUG)
     if not isinstance(made, int):
         raise AssertionError(f"could not create the empty dashboard: {made}")
