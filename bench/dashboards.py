@@ -27,8 +27,8 @@ After them, Superset's own floor: an empty dashboard (made through the REST API 
 deleted after it) opened the same way: what Superset's page costs with none of our charts, in this
 browser on this machine. It is a reference, not a strict lower bound: a dashboard of two or three
 small charts was drawn in about the same time. Each open by URL boots Superset's single-page app
-again; evaluating its bundles was most of the main thread's time in a Chrome trace of the opens
-(src/fleetperf/dashboards/README.md, "Session 23").
+again; script evaluation was the largest part of the main thread's time in a Chrome trace of the
+opens (src/fleetperf/dashboards/README.md, "Session 23").
 Superset's DASHBOARD_VIRTUALIZATION (on by default) draws only charts in the viewport; the window
 (1600x2000) holds every chart of every dashboard and the bench waits for every chart to be drawn.
 
