@@ -114,3 +114,51 @@ def test_what_the_compiled_encoder_does_not_take_is_fastavros_to_encode_or_refus
     with pytest.raises(UnsupportedSchemaError):
         compile_encoder(other)
     assert writer(other)({"u": "a"}) == fastavro_bytes(parse_schema(other), {"u": "a"})
+
+
+def test_cached_strings_and_timestamps_are_fastavros_bytes_and_the_caches_stay_bounded() -> None:
+    """The compiled encoders keep the strings and timestamps they wrote (avro_plan._STRINGS,
+    _TIMESTAMPS): a value written again, or one that equals a kept one without being of its type
+    (True == 1, 1.0 == 1, a str subclass), gives fastavro's bytes, and the caches never grow past
+    CACHE_ENTRIES however many distinct values pass."""
+    from fleetperf import avro_plan
+
+    class Name(str):
+        pass
+
+    schema = {
+        "type": "record",
+        "name": "Cached",
+        "fields": [
+            {"name": "s", "type": "string"},
+            {"name": "ns", "type": ["null", "string"]},
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "m", "type": {"type": "map", "values": "double"}},
+        ],
+    }
+    parsed, encode = parse_schema(schema), writer(schema)
+    seen = 0
+    for round_ in range(3):  # the second and third rounds hit what the first one kept
+        for i in range(avro_plan.CACHE_ENTRIES + 500):
+            name = f"host{i % 700}"
+            record = {
+                "s": name if i % 5 else Name(name),
+                "ns": None if i % 7 == 0 else "é" * (i % 300),  # past CACHE_STRING_CHARS too
+                "t": 1_700_000_000_000 + i * (1000 if round_ < 2 else 1),
+                "m": {"usr": 1.5, f"cpu{i % 3}": float(i)},
+            }
+            if i % 11 == 0:
+                record["t"] = [True, 1, 1.0, datetime(2026, 1, 1, tzinfo=UTC)][i % 4]
+            assert encode(record) == fastavro_bytes(parsed, record), record
+            assert len(avro_plan._STRINGS) <= avro_plan.CACHE_ENTRIES
+            assert len(avro_plan._TIMESTAMPS) <= avro_plan.CACHE_ENTRIES
+            seen += 1
+    assert seen == 3 * (avro_plan.CACHE_ENTRIES + 500)
+    assert all(len(s) <= avro_plan.CACHE_STRING_CHARS for s in avro_plan._STRINGS)
+    assert all(type(s) is str for s in avro_plan._STRINGS)
+    # a value of another type that equals a kept string or timestamp is never taken for it
+    avro_plan._STRINGS["5"] = b"\x025"
+    with pytest.raises((TypeError, ValueError, AttributeError)):
+        encode({"s": 5, "ns": None, "t": 1, "m": {}})
+    with pytest.raises((TypeError, ValueError, AttributeError)):
+        fastavro_bytes(parsed, {"s": 5, "ns": None, "t": 1, "m": {}})
