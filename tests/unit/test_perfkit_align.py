@@ -124,3 +124,49 @@ def test_a_full_row_is_its_diagonal_and_one_misfit_rejects_it() -> None:
         "e": 9.0,
     }
     assert align([*tokens[:3], "x7", *tokens[4:]], COLUMNS) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_full_rows_read_on_their_diagonal_as_the_enumeration_reads_them(seed: int) -> None:
+    """A row with a token for every column takes align's short path (_diagonal): every such row,
+    blanks, missing markers and misfits included, reads as the enumeration of placements reads it."""
+    rng = random.Random(seed)
+    outcomes = {"read": 0, "none": 0}
+    for columns in (COLUMNS, NUMBERS, FCX112.columns):
+        for _ in range(300):
+            tokens = [rng.choice(POOL) if rng.random() < 0.08 else _typical(c, rng) for c in columns]
+            got, want = align(tokens, columns), brute_force(tokens, columns)
+            if want is None:
+                assert got is None, tokens
+                outcomes["none"] += 1
+                continue
+            assert got is not None and (got.values, got.ambiguous) == want, tokens
+            assert list(got.values) == [c.field for c in columns]  # every field, in the columns' order
+            outcomes["read"] += 1
+    assert min(outcomes.values()) > 20, outcomes
+
+
+def test_a_cell_fits_a_column_as_the_shapes_say() -> None:
+    """_fits against its rule restated: a blank fits a column that may be left out, a missing
+    marker ("...", "-", ",") any column but one that is never shown, anything else its shape."""
+    import re
+
+    from fleetperf.sources.perfkit import layouts
+
+    shapes = [v for v in vars(layouts).values() if isinstance(v, layouts.Shape)]
+    assert len(shapes) >= 12
+    cells = [*POOL, "", ".", "-.-", ",", "1,5", "1.", "007", "DED", "YES", "IFL", "0A", "A1", "1e5", "١٢", "12:00"]
+    checked = 0
+    for shape in shapes:
+        for required in (True, False):
+            column = Column("f", ("F",), shape, REQUIRED if required else 2)
+            for cell in cells:
+                if cell == BLANK:
+                    want = not required
+                elif shape.name == "never":
+                    want = False
+                else:
+                    want = re.fullmatch(r"[.,\-]+", cell) is not None or shape.pattern.match(cell) is not None
+                assert _fits(cell, column) == want, (shape.name, required, cell)
+                checked += 1
+    assert checked == len(shapes) * 2 * len(cells)

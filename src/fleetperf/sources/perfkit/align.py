@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetperf.sources.perfkit.layouts import Column
+from fleetperf.sources.perfkit.layouts import MISSING, Column
 
 BLANK = ""
-_MISSING = re.compile(r"[.,\-]+\Z")
+_MISSING = re.compile(rf"{MISSING}\Z")
 _INF = 1 << 30
 
 
@@ -45,9 +45,7 @@ def tokens_of(line: str) -> list[str]:
 def _fits(token: str, column: Column) -> bool:
     if token == BLANK:
         return not column.required
-    if column.shape.name == "never":
-        return False
-    return bool(_MISSING.match(token)) or bool(column.shape.pattern.match(token))
+    return column.shape.accepts.match(token) is not None  # a missing marker or the shape ("never": nothing)
 
 
 def _trailing(cost: int) -> int:
@@ -65,14 +63,18 @@ def align(tokens: list[str], columns: tuple[Column, ...]) -> Reading | None:
     # only the band's shapes are tried and its costs computed. A row with a token for every column
     # (every row of a saved screen) has one placement, the diagonal, at no cost. Trying every
     # column for every token (2.5 M shape matches) made `parse perfkit` of 1.3 MB of FCX112/FCX225
-    # reports (75 days of a simulated z/VM system) take 5.9 CPU-s; now 2.0 (medians of 5).
+    # reports (75 days of a simulated z/VM system) take 5.9 CPU-s; now 2.0 (medians of 5). A full
+    # row (every row of that simulated system) is checked token by token, stopping at the first
+    # misfit, and read by _diagonal, each cell in one regex match (Shape.accepts): `fleetperf ingest`
+    # of those reports 1.93 -> 1.78 CPU-s (bench/collectors.py --runs 5 --against 060f1ad).
     slack = m - n
+    if slack == 0:  # one placement: each token on its column, checked in order, the first misfit ends it
+        for t, c in zip(tokens, columns, strict=True):
+            if not _fits(t, c):
+                return None
+        return _diagonal(tokens, columns)
     # fits[i][k]: tokens[i] fits columns[i + k]
     fits = [[_fits(t, columns[i + k]) for k in range(slack + 1)] for i, t in enumerate(tokens)]
-    if slack == 0:
-        if not all(f[0] for f in fits):
-            return None
-        return _reading(tokens, columns, [[i] for i in range(n)])
     skip = [_INF if c.required else c.skip for c in columns]
     # forward[i][j]: least cost placing tokens[:i] on columns[:j]; backward: tokens[i:] on columns[j:]
     forward = [[_INF] * (m + 1) for _ in range(n + 1)]
@@ -103,6 +105,23 @@ def align(tokens: list[str], columns: tuple[Column, ...]) -> Reading | None:
         for i in range(n)
     ]
     return _reading(tokens, columns, places)
+
+
+def _diagonal(tokens: list[str], columns: tuple[Column, ...]) -> Reading:
+    """_reading of a row with a token for every column (each token on its own column): the same
+    values, without the placements' bookkeeping (most rows of most reports are such rows)."""
+    values: dict[str, Any] = {}
+    unreadable: list[str] = []
+    for token, column in zip(tokens, columns, strict=True):
+        if token == BLANK or _MISSING.match(token):
+            values.setdefault(column.field, None)
+            continue
+        try:
+            values[column.field] = column.shape.convert(token)
+        except (ValueError, OverflowError):
+            values.setdefault(column.field, None)
+            unreadable.append(column.field)
+    return Reading(values, [], unreadable)
 
 
 def _reading(tokens: list[str], columns: tuple[Column, ...], places: list[list[int]]) -> Reading:

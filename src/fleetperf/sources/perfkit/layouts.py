@@ -23,15 +23,23 @@ from typing import Any
 REQUIRED = -1
 
 
+# A cell that shows a value is missing ("...", "---", ","): it fits any column but "never"'s.
+MISSING = r"[.,\-]+"
+
+
 @dataclass(frozen=True)
 class Shape:
     name: str
     pattern: re.Pattern[str]
     convert: Callable[[str], Any]
+    # what a non-blank cell on such a column may be: a value of the shape or a missing marker, in
+    # one match (align.py tries it on every cell of every row)
+    accepts: re.Pattern[str]
 
 
 def _shape(name: str, regex: str, convert: Callable[[str], Any] = str) -> Shape:
-    return Shape(name, re.compile(rf"(?:{regex})\Z", re.ASCII), convert)
+    accepts = r"(?!)" if name == "never" else rf"(?:{MISSING}|{regex})\Z"
+    return Shape(name, re.compile(rf"(?:{regex})\Z", re.ASCII), convert, re.compile(accepts, re.ASCII))
 
 
 def _share(text: str) -> tuple[float, bool]:
