@@ -5,11 +5,15 @@
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
+from fleetperf import config
+from fleetperf.avro_plan import encode_long
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
 from fleetperf.sources.sysstat.rates import (
@@ -44,6 +48,24 @@ PERCENT_SECTIONS = {"cpu-load-all"}
 _RULES = {MEMUSED_FREE: 0, MEMUSED_UNUSED: 1, MEMUSED_AVAIL: 2}  # the native path's memused rule numbers
 # `parse`'s JSON encoder (cli/commands/parse.py's): the native path writes the same text
 _to_json = json.JSONEncoder(allow_nan=False).encode
+_DOUBLE = struct.Struct("<d").pack
+# The sysstat_samples fields as the native path writes their Avro bodies (`encoded`): the head (up to
+# `source`) and the tail (from `sysstat_version`) here, section, item and metrics in native code. Any
+# other order or type in schemas/sysstat_sample.avsc and the native path hands dicts over instead.
+_AVRO_FIELDS = (
+    ("host_id", "string"),
+    ("hostname", "string"),
+    ("ts", ("long", "timestamp-millis")),
+    ("interval_s", ("null", "double")),
+    ("source", "string"),
+    ("section", "string"),
+    ("item", "string"),
+    ("metrics", ("map", "double")),
+    ("sysstat_version", "string"),
+    ("steal_trusted", "boolean"),
+    ("origin_file", "string"),
+    ("origin_offset", "long"),
+)
 
 
 def _native_ctx(rule: int, nr2: dict[int, int]) -> object | None:
@@ -97,7 +119,14 @@ class Collector:
     """One file's records in order -> Emitted. Keeps the previous statistics record between calls,
     so a file read in pieces (live mode) gives the same records as one read at once."""
 
-    def __init__(self, header: FileHeader, path: str, options: Options, topics: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        header: FileHeader,
+        path: str,
+        options: Options,
+        topics: dict[str, str] | None = None,
+        encoded: bool = False,
+    ) -> None:
         self.header = header
         self.path = path
         self.name = Path(path).name
@@ -111,6 +140,15 @@ class Collector:
         # name, as `parse` prints them) the sysstat_samples come as Lines of JSON text, else as Emitted
         self.ctx = _native_ctx(_RULES[memused_rule(self.sar)], self.nr2) if native_available() else None
         self.lines = self._lines(topics) if topics and self.ctx is not None else None
+        # `encoded` (the collector's ingest): the native path's sysstat_samples as Avro bodies, not dicts
+        # (a dict per row, then its encoding, were 0.4 of `ingest`'s CPU on a sadc file: py-spy)
+        self.avro = encoded and self.ctx is not None and self.lines is None and _avro_layout_ok()
+        self._avro_base = _avro_string(self.host_id) + _avro_string(self.header.nodename) if self.avro else b""
+        self._avro_mid = (
+            (_avro_string(self.header.version) + (b"\x01" if self.trusted else b"\x00") + _avro_string(self.name))
+            if self.avro
+            else b""
+        )
 
     def _lines(self, topics: dict[str, str]) -> object:
         """The text of the JSON lines around the figures, written once (each message as `parse` prints it:
@@ -212,12 +250,20 @@ class Collector:
         }
         out = None
         if self.ctx is not None and cur.native is not None and prev.native is not None:
+            head = tail = None
+            if self.avro:
+                interval_s = base["interval_s"]
+                union = b"\x00" if interval_s is None else b"\x02" + _DOUBLE(interval_s)
+                head = self._avro_base + encode_long(ts) + union + _AVRO_SOURCE
+                tail = self._avro_mid + encode_long(cur.offset)
             out = _native.interval(self.ctx, prev.native, cur.native, itv or 1, plausible, self.lines, ts,
-                                   base["interval_s"], cur.offset)  # fmt: skip
+                                   base["interval_s"], cur.offset, head, tail)  # fmt: skip
         if out is not None:
             segments, cpu_all, online, cpu_done = out
             for seg in segments:
-                if type(seg[1]) is int:
+                if len(seg) == 2:  # an Avro body and its figures' count (self.avro)
+                    yield Emitted("sysstat_samples", {}, self.host_id, self.sequence, seg[0], seg[1])
+                elif type(seg[1]) is int:
                     yield Lines(*seg)
                 elif type(seg[2]) is str:
                     section, item, bad = seg
@@ -346,28 +392,35 @@ def _problem_text(p: Problem) -> str:
 
 
 def records_of_bytes(
-    data: bytes, path: str, options: Options, topics: dict[str, str] | None = None
+    data: bytes, path: str, options: Options, topics: dict[str, str] | None = None, encoded: bool = False
 ) -> Iterator[Emitted | Lines]:
     """Every record of a complete file; a file that cannot be read at all gives one dead letter. With `topics`
-    (topic key -> name) the native path gives the sysstat_samples as Lines of `parse`'s JSON."""
+    (topic key -> name) the native path gives the sysstat_samples as Lines of `parse`'s JSON; with
+    `encoded`, as Avro bodies (records_of_file)."""
     try:
         sa = open_bytes(data, path, options.hz, not options.trust_times)
     except FormatError as exc:
         yield dead_letter(SOURCE, path, 0, exc.offset, f"{Path(path).name}: {exc}", data[:64].hex())
         return
-    yield from _emitted(sa, path, options, topics)
+    yield from _emitted(sa, path, options, topics, encoded)
 
 
-def _emitted(sa: SaFile, path: str, options: Options, topics: dict[str, str] | None) -> Iterator[Emitted | Lines]:
-    collector = Collector(sa.header, path, options, topics)
+def _emitted(
+    sa: SaFile, path: str, options: Options, topics: dict[str, str] | None, encoded: bool = False
+) -> Iterator[Emitted | Lines]:
+    collector = Collector(sa.header, path, options, topics, encoded)
     yield collector.host_config()
     yield from collector.header_problems()
     for item in sa.records():
         yield from collector.feed(item)
 
 
-def records_of_file(path: Path, options: Options, topics: dict[str, str] | None = None) -> Iterator[Emitted | Lines]:
-    """As records_of_bytes, reading the file through a window: memory does not grow with its size."""
+def records_of_file(
+    path: Path, options: Options, topics: dict[str, str] | None = None, encoded: bool = False
+) -> Iterator[Emitted | Lines]:
+    """As records_of_bytes, reading the file through a window: memory does not grow with its size.
+    `encoded`: sysstat_samples the native path computes come Avro-encoded (Emitted.encoded, `record`
+    empty), the bytes the topic's compiled encoder gives for the same record (the collector's path)."""
     with open(path, "rb") as handle:
         try:
             sa = open_stream(handle, str(path), options.hz, not options.trust_times)
@@ -375,7 +428,32 @@ def records_of_file(path: Path, options: Options, topics: dict[str, str] | None 
             handle.seek(0)
             yield dead_letter(SOURCE, str(path), 0, exc.offset, f"{path.name}: {exc}", handle.read(64).hex())
             return
-        yield from _emitted(sa, str(path), options, topics)
+        yield from _emitted(sa, str(path), options, topics, encoded)
+
+
+def _avro_string(text: str) -> bytes:
+    data = text.encode()
+    return encode_long(len(data)) + data
+
+
+_AVRO_SOURCE = _avro_string(SOURCE)
+
+
+@cache
+def _avro_layout_ok() -> bool:
+    """schemas/sysstat_sample.avsc has the fields _AVRO_FIELDS names, in that order, of those types."""
+    schema = json.loads(config.load().topic("sysstat_samples").schema_text())
+
+    def kind(t: object) -> object:
+        if isinstance(t, list):
+            return tuple(kind(x) for x in t)
+        if isinstance(t, dict):
+            if t.get("type") == "map":
+                return ("map", kind(t["values"]))
+            return (t["type"], t["logicalType"]) if "logicalType" in t else kind(t["type"])
+        return t
+
+    return tuple((f["name"], kind(f["type"])) for f in schema["fields"]) == _AVRO_FIELDS
 
 
 class Tail:

@@ -63,8 +63,9 @@ class SadcSource(Source):
     def read(self, path: Path, opts: argparse.Namespace, reading: Reading | None = None) -> Iterator[Emitted]:
         from fleetperf.sources.sysstat.records import records_of_file
 
-        # the summary counts the figures: each sysstat_samples record carries their number (Emitted.values)
-        return records_of_file(path, options_of(opts))
+        # the summary counts the figures: each sysstat_samples record carries their number (Emitted.values);
+        # the native path's come Avro-encoded (records.Collector.avro)
+        return records_of_file(path, options_of(opts), encoded=True)
 
     def read_lines(self, path: Path, opts: argparse.Namespace, topics: dict[str, str]) -> Iterator[Emitted | Lines]:
         """As `read`, for `fleetperf parse`: on the native path the sysstat_samples come as Lines, their JSON

@@ -636,12 +636,16 @@ const MAX_LEVEL: f64 = 9007199254740992.0; // float(1 << 53)
 /// item, why), or (dict mode, the collector's) a row's figures.
 pub enum Seg {
     Lines(String, usize, &'static str),
+    /// a sysstat_samples record's Avro body (schemas/sysstat_sample.avsc) and its figures' count
+    Avro(Vec<u8>, usize),
     Bad(&'static str, String, String),
     Dict(&'static str, String, Vec<(Cow<'static, str>, f64)>),
 }
 
 struct Out {
     prefix: Option<String>, // JSON mode: each line's text before "section"
+    // Avro mode: each record's body before "section" and after "metrics" (records.py encodes them)
+    avro: Option<(Vec<u8>, Vec<u8>)>,
     text: String,
     rows: usize,
     segments: Vec<Seg>,
@@ -778,6 +782,29 @@ impl Out {
             }
             t.push_str("}}}\n");
             self.rows += 1;
+        } else if let Some((head, tail)) = &self.avro {
+            // Python's dict keeps one entry of a name given twice, an Avro map would keep both:
+            // such a row is Python's to write (never seen; the check costs ~1 us a row)
+            let n = self.names.len();
+            for i in 1..n {
+                if self.names[..i].iter().any(|x| x == &self.names[i]) {
+                    return Ok(Err(Fallback));
+                }
+            }
+            let mut b = Vec::with_capacity(head.len() + tail.len() + 48 + n * 24);
+            b.extend_from_slice(head);
+            avro_str(&mut b, self.section);
+            avro_str(&mut b, &self.item);
+            if n > 0 {
+                avro_long(&mut b, n as i64); // one block of n entries, then the empty block
+                for (name, &v) in self.names.iter().zip(self.vals.iter()) {
+                    avro_str(&mut b, name);
+                    b.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            b.push(0);
+            b.extend_from_slice(tail);
+            self.segments.push(Seg::Avro(b, n));
         } else {
             let d = self.names.iter().cloned().zip(self.vals.iter().copied()).collect();
             self.segments.push(Seg::Dict(self.section, self.item.clone(), d));
@@ -791,6 +818,22 @@ impl Out {
             self.rows = 0;
         }
     }
+}
+
+/// Avro 1.11 binary encoding ("Binary Encoding"): a long as a zig-zag varint
+fn avro_long(b: &mut Vec<u8>, n: i64) {
+    let mut z = ((n << 1) ^ (n >> 63)) as u64;
+    while z > 0x7f {
+        b.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    b.push(z as u8);
+}
+
+/// an Avro string: its UTF-8 length as a long, then the bytes
+fn avro_str(b: &mut Vec<u8>, s: &str) {
+    avro_long(b, s.len() as i64);
+    b.extend_from_slice(s.as_bytes());
 }
 
 macro_rules! row {
@@ -1867,6 +1910,24 @@ pub fn interval_of(
     interval_s: Option<f64>,
     offset: i64,
 ) -> Option<Interval> {
+    interval_with(ctx, prev, cur, itv, rates, lines, ts, interval_s, offset, None)
+}
+
+/// interval_of, and with `avro` (without `lines`) the rows as sysstat_samples Avro bodies: each the
+/// given head, its section, item and metrics, and the given tail.
+#[allow(clippy::too_many_arguments)]
+fn interval_with(
+    ctx: &Ctx,
+    prev: &View,
+    cur: &View,
+    itv: u64,
+    rates: bool,
+    lines: Option<&Lines>,
+    ts: i64,
+    interval_s: Option<f64>,
+    offset: i64,
+    avro: Option<(Vec<u8>, Vec<u8>)>,
+) -> Option<Interval> {
     let mut tmp = String::new();
     let prefix = lines.map(|l| {
         let mut p = String::with_capacity(l.row_head.len() + l.row_mid.len() + 64);
@@ -1881,6 +1942,7 @@ pub fn interval_of(
         p
     });
     let mut out = Out {
+        avro: if prefix.is_none() { avro } else { None },
         prefix,
         text: String::with_capacity(1 << 16),
         rows: 0,
@@ -1947,7 +2009,7 @@ pub fn interval_of(
 /// range.
 #[cfg(feature = "python")]
 #[pyfunction]
-#[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0))]
+#[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0, avro_head=None, avro_tail=None))]
 #[allow(clippy::too_many_arguments)]
 fn interval<'py>(
     py: Python<'py>,
@@ -1960,6 +2022,8 @@ fn interval<'py>(
     ts: i64,
     interval_s: Option<f64>,
     offset: i64,
+    avro_head: Option<&[u8]>,
+    avro_tail: Option<&[u8]>,
 ) -> PyResult<PyObject> {
     let (p, c) = (prev.get(), cur.get());
     let pv = View {
@@ -1971,7 +2035,11 @@ fn interval<'py>(
         acts: &c.acts,
     };
     let l = lines.as_ref().map(|l| l.get());
-    let Some(r) = interval_of(ctx.get(), &pv, &cv, itv, rates, l, ts, interval_s, offset) else {
+    let avro = match (avro_head, avro_tail) {
+        (Some(h), Some(t)) => Some((h.to_vec(), t.to_vec())),
+        _ => None,
+    };
+    let Some(r) = interval_with(ctx.get(), &pv, &cv, itv, rates, l, ts, interval_s, offset, avro) else {
         return Ok(py.None());
     };
     let mut segs = Vec::with_capacity(r.segments.len());
@@ -1986,6 +2054,10 @@ fn interval<'py>(
                 ],
             )?,
             Seg::Bad(section, item, why) => PyTuple::new(py, [section.to_string(), item, why])?,
+            Seg::Avro(body, n) => PyTuple::new(
+                py,
+                [PyBytes::new(py, &body).into_any(), n.into_pyobject(py)?.into_any()],
+            )?,
             Seg::Dict(section, item, values) => {
                 let d = PyDict::new(py);
                 for (name, v) in values {
