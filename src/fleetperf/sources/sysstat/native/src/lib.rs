@@ -1896,27 +1896,12 @@ pub struct Interval {
     pub cpu_done: bool,
 }
 
-/// sar's figures of one interval (prev -> cur), written as `fleetperf parse`'s JSON lines with `lines`, else
-/// as rows; None when this code cannot be sure to give the Python path's result (Python computes it then).
+/// sar's figures of one interval (prev -> cur), written as `fleetperf parse`'s JSON lines with `lines`, as
+/// sysstat_samples Avro bodies with `avro` (each the given head, its section, item and metrics, the given
+/// tail), else as rows; None when this code cannot be sure to give the Python path's result (Python computes
+/// it then).
 #[allow(clippy::too_many_arguments)]
 pub fn interval_of(
-    ctx: &Ctx,
-    prev: &View,
-    cur: &View,
-    itv: u64,
-    rates: bool,
-    lines: Option<&Lines>,
-    ts: i64,
-    interval_s: Option<f64>,
-    offset: i64,
-) -> Option<Interval> {
-    interval_with(ctx, prev, cur, itv, rates, lines, ts, interval_s, offset, None)
-}
-
-/// interval_of, and with `avro` (without `lines`) the rows as sysstat_samples Avro bodies: each the
-/// given head, its section, item and metrics, and the given tail.
-#[allow(clippy::too_many_arguments)]
-fn interval_with(
     ctx: &Ctx,
     prev: &View,
     cur: &View,
@@ -2039,7 +2024,7 @@ fn interval<'py>(
         (Some(h), Some(t)) => Some((h.to_vec(), t.to_vec())),
         _ => None,
     };
-    let Some(r) = interval_with(ctx.get(), &pv, &cv, itv, rates, l, ts, interval_s, offset, avro) else {
+    let Some(r) = interval_of(ctx.get(), &pv, &cv, itv, rates, l, ts, interval_s, offset, avro) else {
         return Ok(py.None());
     };
     let mut segs = Vec::with_capacity(r.segments.len());

@@ -918,6 +918,7 @@ fn interval(
         ts,
         Some(itv_s),
         cur.offset as i64,
+        None,
     )
     .ok_or_else(|| {
         format!(
