@@ -633,7 +633,8 @@ const MAX_RATE: f64 = 1e13;
 const MAX_LEVEL: f64 = 9007199254740992.0; // float(1 << 53)
 
 /// What one interval gives, in order: JSON lines (text, how many, topic key), a row out of range (section,
-/// item, why), or (dict mode, the collector's) a row's figures.
+/// item, why), a row's sysstat_samples Avro body (Avro mode, the collector's ingest), or (dict mode) a row's
+/// figures.
 pub enum Seg {
     Lines(String, usize, &'static str),
     /// a sysstat_samples record's Avro body (schemas/sysstat_sample.avsc) and its figures' count
@@ -1990,8 +1991,8 @@ pub fn interval_of(
 
 /// One interval's rows: (segments, cpu "all" figures or None, online CPUs, whether the cpu_samples line is
 /// among the segments), or None when Python must compute this interval itself. Segments: (JSON lines as
-/// ASCII bytes, how many, topic key) with `lines` given, (section, item, dict) otherwise, and (section, item, why) for a row out of
-/// range.
+/// ASCII bytes, how many, topic key) with `lines` given, (Avro body, how many figures) with `avro_head` and
+/// `avro_tail` given, (section, item, dict) otherwise, and (section, item, why) for a row out of range.
 #[cfg(feature = "python")]
 #[pyfunction]
 #[pyo3(signature = (ctx, prev, cur, itv, rates, lines=None, ts=0, interval_s=None, offset=0, avro_head=None, avro_tail=None))]
