@@ -352,7 +352,7 @@ def test_ingest_leaves_the_collectors_frozen_objects_as_it_found_them(
         before = gc.get_freeze_count()
         ingest(settings, [str(nmon_file)], UTC, force=True, progress=False, producer=RecordingProducer())  # type: ignore[arg-type]
         # an unfreeze would empty the permanent generation; a frozen object freed meanwhile leaves it
-        # (a full test run, threads of earlier tests still ending: 305,362 -> 305,360), so a few may go
+        # (seen once in a full test run, cause not found: 305,362 -> 305,360), so a few may go
         assert before > 1000 and gc.get_freeze_count() >= before - 100
     finally:
         gc.unfreeze()
