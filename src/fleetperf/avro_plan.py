@@ -27,7 +27,8 @@ from fastavro.write import LOGICAL_WRITERS
 
 Encoder = Callable[[dict[str, Any]], bytes]
 
-_DOUBLE = struct.Struct("<d").pack
+# An Avro double: 8 bytes, little-endian IEEE 754
+encode_double = struct.Struct("<d").pack
 _LONG_LIMIT = 1 << 63
 _TIMESTAMP_TYPES = (int, datetime)  # what fastavro takes for timestamp-millis (ms, or a datetime)
 _TIMESTAMP_MILLIS = LOGICAL_WRITERS["long-timestamp-millis"]  # a datetime -> ms, as fastavro does
@@ -52,6 +53,12 @@ def encode_long(n: int) -> bytes:
     return bytes(out)
 
 
+def encode_string(text: str) -> bytes:
+    """An Avro string: its UTF-8 length as a long, then the bytes (a non-str raises)."""
+    data = text.encode()
+    return encode_long(len(data)) + data
+
+
 # Strings and timestamps the compiled encoders have written, and their Avro bytes. The collectors'
 # records repeat most of their strings (host, section, metric and file names, versions) and
 # timestamps (every record of one interval). The records `fleetperf simulate`'s sadc, Performance
@@ -71,8 +78,7 @@ _TIMESTAMPS: dict[int, bytes] = {}
 def _string(s: str) -> bytes:
     """An Avro string (length, UTF-8), kept in _STRINGS; a value that is not a str raises (its record
     then goes to fastavro, as before the cache)."""
-    e = s.encode()
-    b = encode_long(len(e)) + e
+    b = encode_string(s)
     if len(s) <= CACHE_STRING_CHARS and s.__class__ is str:
         if len(_STRINGS) >= CACHE_ENTRIES:
             _STRINGS.clear()
@@ -236,7 +242,7 @@ def compile_encoder(schema: dict[str, Any]) -> Encoder:
         "_string": _string,
         "_tc": _TIMESTAMPS,
         "_timestamp": _timestamp,
-        "_double": _DOUBLE,
+        "_double": encode_double,
         "_ts": _TIMESTAMP_MILLIS,
         "_Mismatch": _Mismatch,
         "_TIMESTAMP_TYPES": _TIMESTAMP_TYPES,

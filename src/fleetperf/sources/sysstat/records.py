@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fleetperf import config
-from fleetperf.avro_plan import encode_long
+from fleetperf.avro_plan import encode_double, encode_long, encode_string
 from fleetperf.ingest.records import Emitted, dead_letter
 from fleetperf.sources.sysstat import layouts as lay
 from fleetperf.sources.sysstat.rates import (
@@ -48,7 +47,6 @@ PERCENT_SECTIONS = {"cpu-load-all"}
 _RULES = {MEMUSED_FREE: 0, MEMUSED_UNUSED: 1, MEMUSED_AVAIL: 2}  # the native path's memused rule numbers
 # `parse`'s JSON encoder (cli/commands/parse.py's): the native path writes the same text
 _to_json = json.JSONEncoder(allow_nan=False).encode
-_DOUBLE = struct.Struct("<d").pack
 # The sysstat_samples fields as the native path writes their Avro bodies (`encoded`): the head (up to
 # `source`) and the tail (from `sysstat_version`) here, section, item and metrics in native code. Any
 # other order or type in schemas/sysstat_sample.avsc and the native path hands dicts over instead.
@@ -143,9 +141,9 @@ class Collector:
         # `encoded` (the collector's ingest): the native path's sysstat_samples as Avro bodies, not dicts
         # (a dict per row, then its encoding, were 0.4 of `ingest`'s CPU on a sadc file: py-spy)
         self.avro = encoded and self.ctx is not None and self.lines is None and _avro_layout_ok()
-        self._avro_base = _avro_string(self.host_id) + _avro_string(self.header.nodename) if self.avro else b""
+        self._avro_base = encode_string(self.host_id) + encode_string(self.header.nodename) if self.avro else b""
         self._avro_mid = (
-            (_avro_string(self.header.version) + (b"\x01" if self.trusted else b"\x00") + _avro_string(self.name))
+            (encode_string(self.header.version) + (b"\x01" if self.trusted else b"\x00") + encode_string(self.name))
             if self.avro
             else b""
         )
@@ -253,7 +251,7 @@ class Collector:
             head = tail = None
             if self.avro:
                 interval_s = base["interval_s"]
-                union = b"\x00" if interval_s is None else b"\x02" + _DOUBLE(interval_s)
+                union = b"\x00" if interval_s is None else b"\x02" + encode_double(interval_s)
                 head = self._avro_base + encode_long(ts) + union + _AVRO_SOURCE
                 tail = self._avro_mid + encode_long(cur.offset)
             out = _native.interval(self.ctx, prev.native, cur.native, itv or 1, plausible, self.lines, ts,
@@ -431,12 +429,7 @@ def records_of_file(
         yield from _emitted(sa, str(path), options, topics, encoded)
 
 
-def _avro_string(text: str) -> bytes:
-    data = text.encode()
-    return encode_long(len(data)) + data
-
-
-_AVRO_SOURCE = _avro_string(SOURCE)
+_AVRO_SOURCE = encode_string(SOURCE)
 
 
 @cache
