@@ -16,6 +16,12 @@ same without promises: a window closes when a sample `out_of_orderness_seconds` 
 and `zzzz` (the oldest behaviour: a snapshot is published when the next ZZZZ line appears, no
 promises). Needs the local stack: ./fleetperf up (and ./fleetperf down after).
 
+--nmon runs the nmon binary itself (Linux nmon; Debian's package `nmon`) in the followed directory:
+`nmon -F FILE -s INTERVAL -c COUNT -T -p`, this machine's own data at nmon's own pace (its own
+header, its own bursts, processes with their arguments). The write time of a snapshot is when a
+20 ms poll of the file first sees its ZZZZ line (nmon writes the whole snapshot at once: seen here
+as one size change per interval), so the figures are, if anything, too large by the poll.
+
 --file FILE replays a real nmon file instead of the generated one (a few lines of CPU_ALL, MEM and
 NET per snapshot): its header as a host no run has seen (AAA,SerialNumber and AAA,host changed, as
 bench/backfill.py does) with AAA,interval set to --interval, then its snapshots in turn (from the
@@ -25,6 +31,7 @@ line at the wall-clock time of its burst: the latency of a user's own snapshots 
 
     .venv/bin/python bench/live_latency.py --live [--minutes 4] [--interval 10] [--modes quiet nopromise zzzz]
     .venv/bin/python bench/live_latency.py --live --modes quiet --file ../shared/corpus/nmon/FILE.nmon
+    .venv/bin/python bench/live_latency.py --live --modes quiet nopromise --nmon   # apt-get install nmon
 """
 
 from __future__ import annotations
@@ -32,7 +39,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import math
+import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -52,6 +63,7 @@ from fleetperf.cli.sql_client import query  # noqa: E402
 from fleetperf.ingest.follow import Follower  # noqa: E402
 from fleetperf.ingest.publish import source_options  # noqa: E402
 from fleetperf.ingest.watermark import SLACK_MS  # noqa: E402
+from fleetperf.sources.nmon.host_config import HostConfigBuilder  # noqa: E402
 
 PROMISING = {"quiet"}  # the modes whose samples carry watermark promises
 
@@ -152,10 +164,61 @@ def write_file(
         run.written[int(due * 1000)] = time.time()
 
 
+def run_nmon(
+    binary: str, path: Path, run: Run, interval: int, minutes: float, stop: threading.Event, every: float = 0.02
+) -> None:
+    """The nmon binary writes `path` (--nmon); a poll every `every` s notes when each ZZZZ line
+    first appears (run.written, keyed by the snapshot's time as the collector reads it) and takes
+    the host id from the AAA lines by the collector's own rule."""
+    count = max(1, int(minutes * 60 // interval))
+    argv = [binary, "-F", str(path), "-s", str(interval), "-c", str(count), "-T", "-p"]
+    started = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    if started.returncode != 0 or not started.stdout.strip().isdigit():
+        raise SystemExit(f"{' '.join(argv)}: exit {started.returncode}: {started.stdout}{started.stderr}")
+    pid = int(started.stdout.strip())  # -p: nmon forks itself into the background and prints its pid
+    identity, pending, offset = HostConfigBuilder(), b"", 0
+    try:
+        while True:
+            alive = _alive(pid)
+            if path.exists():
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read()
+                seen = time.time()
+                offset += len(chunk)
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    tag, _, rest = line.decode("latin-1").rstrip("\r").partition(",")
+                    if tag == "AAA":
+                        identity.add("AAA", rest)
+                    elif tag == "ZZZZ":
+                        run.host = run.host or identity.host_id
+                        _, clock, day = rest.split(",")[:3]
+                        at = datetime.strptime(f"{clock} {day.title()}", "%H:%M:%S %d-%b-%Y").replace(tzinfo=UTC)
+                        run.written.setdefault(int(at.timestamp() * 1000), seen)
+            if not alive or stop.wait(every):
+                return
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # nmon is our child's child: once it exits, init reaps it, so a zombie is not left to look alive
+    return True
+
+
 def watch(settings: config.Settings, run: Run, every: float, stop: threading.Event) -> None:
     """Polls the warehouse: insert times of the raw rows, first sight of each final window."""
-    host = run.host
     while not stop.is_set():
+        host = run.host  # --nmon: known once nmon wrote its header
+        if not host:
+            stop.wait(every)
+            continue
         try:
             _, rows = query(
                 settings,
@@ -218,11 +281,11 @@ def kafka_times(settings: config.Settings, run: Run) -> None:
 def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> Run:
     name = f"livebench-{mode}-{uuid.uuid4().hex[:6]}"
     replay = Replay(args.file, args.interval, serial=name.upper(), hostname=name) if args.file else None
-    run = Run(mode, replay.host if replay else name)
+    run = Run(mode, replay.host if replay else "" if args.nmon else name)
     quiet = args.quiet if mode in ("quiet", "nopromise") else -1.0
     with tempfile.TemporaryDirectory(prefix="fleetperf-live-") as tmp:
         folder = Path(tmp)
-        path = folder / f"{run.host}_{datetime.now(UTC):%y%m%d_%H%M}.nmon"
+        path = folder / f"{run.host or 'nmon'}_{datetime.now(UTC):%y%m%d_%H%M}.nmon"
         follower = Follower(
             settings,
             [str(folder)],
@@ -240,7 +303,10 @@ def measure(settings: config.Settings, mode: str, args: argparse.Namespace) -> R
         for t in threads:
             t.start()
         try:
-            write_file(path, run, args.interval, args.minutes, stop, replay)
+            if args.nmon:
+                run_nmon(args.nmon, path, run, args.interval, args.minutes, stop)
+            else:
+                write_file(path, run, args.interval, args.minutes, stop, replay)
             # then until every snapshot's row and every closable window's final row was seen
             deadline = time.time() + args.drain
             wanted = closable_windows(run, args.interval, settings["flink"]["out_of_orderness_seconds"])
@@ -266,19 +332,26 @@ WINDOW_MS = 60_000
 
 
 def closable_windows(run: Run, interval: int, out_of_orderness: int) -> set[int]:
-    """Ends of the windows whose every snapshot was written and that a snapshot of the run closes:
-    its time >= end + the out-of-orderness allowance, or, in a mode with promises, its promise
-    (time + interval - SLACK_MS) >= end; the others are closed only by the stream's idle/retain
-    rules (a live file has no end-of-stream marker)."""
-    per_window = WINDOW_MS // 1000 // interval
-    last = max(run.written, default=0)
+    """Ends of the windows the run covers from their start (its first snapshot at or before the
+    window's start) and that a snapshot of the run closes: its time >= end + the out-of-orderness
+    allowance, or, in a mode with promises, its promise (time + interval - SLACK_MS) >= end; the
+    others are closed only by the stream's idle/retain rules (a live file has no end-of-stream
+    marker). Snapshots need not fall on multiples of the interval (real nmon starts when started)."""
+    if not run.written:
+        return set()
+    first, last = min(run.written), max(run.written)
     reach = max(last - out_of_orderness * 1000, last + interval * 1000 - SLACK_MS if run.mode in PROMISING else 0)
     ends = {(ts // WINDOW_MS + 1) * WINDOW_MS for ts in run.written}
-    return {
-        e
-        for e in ends
-        if all(e - WINDOW_MS + i * interval * 1000 in run.written for i in range(per_window)) and reach >= e
-    }
+    return {e for e in ends if first <= e - WINDOW_MS and reach >= e}
+
+
+def gaps(run: Run) -> str:
+    """The snapshots' ZZZZ gaps (s) as counts: what the promise (ts + interval - 1 s) rests on."""
+    times = sorted(run.written)
+    counts: dict[float, int] = {}
+    for a, b in zip(times, times[1:], strict=False):
+        counts[(b - a) / 1000] = counts.get((b - a) / 1000, 0) + 1
+    return ", ".join(f"{gap:g} s x{n}" for gap, n in sorted(counts.items()))
 
 
 def report(run: Run, interval: int, out_of_orderness: int) -> None:
@@ -309,6 +382,7 @@ def report(run: Run, interval: int, out_of_orderness: int) -> None:
         f"{'':>9}    of which end -> Flink emits it  p50 {statistics.median(emitted) if emitted else nan:5.2f} s"
         f"  p95 {pct(emitted, 0.95):5.2f} s (then the checkpoint's commit and the sink)"
     )
+    print(f"{'':>9}  snapshot gaps: {gaps(run)}")
 
 
 def main() -> int:
@@ -321,6 +395,12 @@ def main() -> int:
     p.add_argument("--poll", type=float, default=1.0, help="the follower's poll interval (ingest --follow default)")
     p.add_argument("--poll-sql", type=float, default=0.5, help="seconds between warehouse queries")
     p.add_argument("--file", type=Path, help="a real nmon file (plain or .gz) to replay live instead of ours")
+    p.add_argument(
+        "--nmon",
+        nargs="?",
+        const="nmon",
+        help="run the nmon binary (default: nmon on PATH) instead of writing a file ourselves",
+    )
     p.add_argument("--drain", type=float, default=60.0, help="at most this long after the last write (s)")
     args = p.parse_args()
     if not args.live:
@@ -330,7 +410,11 @@ def main() -> int:
 
     check_stack(settings)
     flink = settings["flink"]
-    what = f"{args.file.name} replayed" if args.file else "nmon"
+    if args.nmon and args.file:
+        p.error("--nmon and --file exclude each other")
+    if args.nmon and shutil.which(args.nmon) is None:
+        p.error(f"--nmon: {args.nmon} not found (Debian: apt-get install nmon)")
+    what = f"{args.file.name} replayed" if args.file else f"{args.nmon} itself" if args.nmon else "nmon"
     print(
         f"{what} every {args.interval} s for {args.minutes:g} min per mode; follower poll {args.poll:g} s;"
         f" Flink: window {flink['window_seconds']} s, out-of-orderness {flink['out_of_orderness_seconds']} s,"

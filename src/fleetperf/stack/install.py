@@ -127,6 +127,17 @@ def sysstat() -> tuple[Path, Path]:
     return SADC, SADF
 
 
+NMON = Path("/usr/bin/nmon")
+
+
+def nmon() -> Path:
+    """Debian's nmon (Linux nmon 16n): the nmon tests record a file with it, live, and read it as
+    nmon wrote it."""
+    if not NMON.exists():
+        _apt("the nmon recording tests need nmon", "nmon")
+    return NMON
+
+
 def _apt(why: str, *packages: str) -> None:
     """Installed with apt when missing (as root, the machines this project targets); elsewhere a
     clear message."""

@@ -18,6 +18,10 @@ _COLUMNS_ARE_ENTITIES = re.compile(r"^(DISK[A-Z]+|DG[A-Z]+|VG[A-Z]+|JFSFILE|JFSI
 _ENTITY_PREFIXED = {"NET": "-", "NETPACKET": "-", "NETERROR": "-", "NETSIZE": "-", "IOADAPT": "_"}
 # text columns of known sections; everything else in a known section must be a number
 _TEXT_COLUMNS = {"TOP": {"PID", "Command", "WLMclass"}}
+# a last column that is the rest of the line, commas and all: UARG's FullCommand (nmon -T, a
+# process's arguments as given). Linux nmon 16n writes them unquoted, so a command line with commas
+# (seen here: a JSON argument, 33 fields) was cut at its first comma and the rest dropped.
+_REST_OF_LINE = {"UARG": "FullCommand"}
 KNOWN = {
     "CPU",
     "PCPU",
@@ -101,6 +105,13 @@ class Header:
     entity_from_labels: tuple[str, ...] = ()
     cpu_fields: tuple[tuple[str, int], ...] = ()
     kinds: tuple[int, ...] = ()  # validate.Kind per numeric column, in value order
+    rest: int | None = None  # the column that takes the rest of the line (_REST_OF_LINE), the last
+
+    def cells(self, values: list[bytes]) -> list[bytes]:
+        """A data line's cells after its tag, the rest-of-line column joined again."""
+        if self.rest is not None and len(values) > self.rest + 1:
+            return [*values[: self.rest], b",".join(values[self.rest :])]
+        return values
 
     @property
     def width(self) -> int:
@@ -158,6 +169,7 @@ def header(tag: str, columns: list[str]) -> Header:
     cpu_fields = tuple((cpu_map[n], pos) for pos, n in enumerate(names) if n in cpu_map)
     strict = section in KNOWN or _COLUMNS_ARE_ENTITIES.match(tag) is not None
     kinds = tuple(_kind(section, tag, n) if strict else Kind.ANY for n in names)
+    rest = len(columns) - 1 if columns and columns[-1] == _REST_OF_LINE.get(section) else None
     return Header(
         section,
         columns,
@@ -170,6 +182,7 @@ def header(tag: str, columns: list[str]) -> Header:
         ("PID", "Command") if top else (),
         cpu_fields,
         kinds,
+        rest,
     )
 
 

@@ -39,6 +39,7 @@ from fleetperf.sources.nmon.parser import (
     DEFAULT_MAX_LINE,
     DEFAULT_MAX_SNAPSHOT,
     RAW_KEPT,
+    SHIFTED,
     SOURCE,
     FileRejectedError,
     LineError,
@@ -271,7 +272,15 @@ class NativeNmonParser:
             # AAA lines decide identity and interval: the scanner writes them into every record
             return ("context", self._context()) if tag == b"AAA" else None
         if isinstance(result, layout.Header):
-            return ("header", _spec(result, self.json_lines))
+            return ("header", _spec(result, self.json_lines), self.lines.data_tag(tag))
+        if result == SHIFTED:
+            # the CPUUTIL headers re-keyed (NmonParser.shift_cpuutil): the scanner's copy follows
+            # (None: no longer a key), then it reads the line again
+            headers = self.lines.headers
+            return (
+                "headers",
+                [(t, _spec(headers[t], self.json_lines) if t in headers else None) for t in sorted(self.lines.rekeyed)],
+            )
         snap_tag, ts = result
         if self.lines.first_ts is None:
             self.lines.first_ts = ts
@@ -390,6 +399,7 @@ def _spec(header: layout.Header, json_lines: bool = False) -> tuple[object, ...]
         list(header.entity_from_labels),
         [(_SLOTS[name], pos) for name, pos in header.cpu_fields],
         [int(k) for k in header.kinds],
+        -1 if header.rest is None else header.rest,
     )
     if not json_lines:
         return spec

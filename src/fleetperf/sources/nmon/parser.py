@@ -48,6 +48,15 @@ CUT_LINE = (
 _ROLLOVER = 12 * 3600
 
 _TAG = re.compile(rb"^[A-Z][A-Za-z0-9_+\-]*$")
+# Linux nmon's per-CPU utilisation (-U). nmon 16n (Debian's 16n+debian-1) numbers the header lines
+# from 1 (CPUUTIL001,CPU Util Stats CPU1 ...) and the data lines from 0: its CPUUTIL000 line holds
+# CPU 1's figures, CPUUTIL001 CPU 2's. Seen in files that nmon wrote here (2 CPUs, three runs): each
+# CPUUTILk data line equals the CPU(k+1) line of its snapshot to the rounding (User%, Sys%, Wait%,
+# Idle%, Steal%). Read as named, CPU 2's figures were published under CPU 1's header and CPU 1's
+# were a dead letter; so a file whose CPUUTIL data start at 000 has each CPUUTILk data line read with
+# the header CPUUTIL(k+1) (NmonParser.shift_cpuutil; tests/integration/test_nmon_recorded.py).
+_CPUUTIL = re.compile(rb"CPUUTIL(\d{3})\Z")
+SHIFTED = "shifted"  # control(): the line's headers were re-keyed, read it again
 _MONTHS = {
     m: i
     for i, m in enumerate(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"], start=1)
@@ -184,7 +193,9 @@ class NmonParser:
         self.max_snapshot = max_snapshot
         self.resume_from = resume_from
         self.config = HostConfigBuilder()
-        self.headers: dict[bytes, layout.Header] = {}
+        self.headers: dict[bytes, layout.Header] = {}  # by the tag of the data lines they describe
+        self.cpuutil_shifted = False  # CPUUTIL data numbered from 0, headers from 1 (_CPUUTIL)
+        self.rekeyed: set[bytes] = set()  # the header keys the shift changed (for the native scanner)
         self.snapshots: dict[bytes, _Snapshot] = {}
         self.lines = 0
         self.errors = 0
@@ -391,9 +402,11 @@ class NmonParser:
         result = self.control(tag, rest, line)
         if isinstance(result, tuple):
             return list(self._zzzz(*result, line_no, offset))
+        if result == SHIFTED:
+            return self._line(line, line_no, offset, size)  # its header is there now
         return ()
 
-    def control(self, tag: bytes, rest: bytes, line: bytes) -> layout.Header | tuple[bytes, datetime] | None:
+    def control(self, tag: bytes, rest: bytes, line: bytes) -> layout.Header | tuple[bytes, datetime] | str | None:
         """Every line that is not data of a known section: a new header, a snapshot's time
         (ZZZZ), configuration text (AAA, BBB*) or an error. Shared with the native scanner."""
         if b"\x00" in line or not _TAG.match(tag):
@@ -421,12 +434,37 @@ class NmonParser:
             # a damaged data line, not a new header for the section
             raise LineError(f"{tag.decode()}: bad snapshot tag {first[: MAX_TAG_CHARS + 2]!r}")
         if _is_snapshot_tag(first) or (tag == b"TOP" and len(fields) > 1 and _is_snapshot_tag(fields[1])):
+            if self.shift_cpuutil(tag):
+                return SHIFTED
             raise LineError(f"{tag.decode()} data before its header line")
         if tag == b"TOP" and len(fields) < 3:
             return None  # "TOP,%CPU Utilisation": a title, the column header follows
         header = layout.header(tag.decode(), [f.decode("utf-8", "replace") for f in fields[1:]])
-        self.headers[tag] = header
+        self.headers[self.data_tag(tag)] = header
         return header
+
+    def data_tag(self, tag: bytes) -> bytes:
+        """The tag of the data lines a header line of `tag` describes: itself, but CPUUTIL(k+1)'s
+        header describes the CPUUTILk lines of a file that numbers them from 0 (_CPUUTIL)."""
+        if self.cpuutil_shifted and (m := _CPUUTIL.match(tag)) and int(m[1]) > 0:
+            return b"CPUUTIL%03d" % (int(m[1]) - 1)
+        return tag
+
+    def shift_cpuutil(self, tag: bytes) -> bool:
+        """A CPUUTILk data line without a header while CPUUTIL(k+1)'s header is there: nmon 16n's
+        numbering (_CPUUTIL). Re-keys the CPUUTIL headers read so far (each k+1 to k; the first
+        data line is CPUUTIL000, before any other, so none was read with the wrong header) and
+        those still to come (data_tag). Once per file."""
+        m = _CPUUTIL.match(tag)
+        if self.cpuutil_shifted or m is None or b"CPUUTIL%03d" % (int(m[1]) + 1) not in self.headers:
+            return False
+        self.cpuutil_shifted = True
+        moved = {t: self.headers.pop(t) for t in [t for t in self.headers if _CPUUTIL.match(t)]}
+        for t, header in moved.items():
+            if self.data_tag(t) != t:
+                self.headers[self.data_tag(t)] = header
+        self.rekeyed = set(moved) | {self.data_tag(t) for t in moved}
+        return True
 
     def note_aaa(self, rest: bytes) -> None:
         """AAA,date and AAA,time: where classic nmon's dateless ZZZZ times start."""
@@ -451,6 +489,8 @@ class NmonParser:
             snap.overflow, snap.rows, snap.cpu = True, [], {}
             return
         width = header.width
+        if header.rest is not None:
+            values = header.cells(values)
         if len(values) < width:
             values = values + [b""] * (width - len(values))
         labels = {header.columns[i]: values[i].decode("utf-8", "replace").strip() for i in header.text}

@@ -804,6 +804,7 @@ struct Header {
     entity_from_labels: Vec<String>,
     cpu_fields: Vec<(usize, usize)>, // (slot, position among the numbers)
     kinds: Vec<u8>, // validate.Kind per number: 0 any, 1 non-negative, 2 percent, 3 ratio, 4 32-bit count
+    rest: Option<usize>, // the last column, the rest of the line commas and all (layout._REST_OF_LINE)
     section_avro: Vec<u8>,
     entities_avro: Vec<u8>, // unused when the entity comes from labels
     metrics_avro: Vec<u8>,
@@ -828,8 +829,10 @@ impl Header {
         let entity_from_labels: Vec<String> = spec.get_item(8)?.extract()?;
         let cpu_fields: Vec<(usize, usize)> = spec.get_item(9)?.extract()?;
         let kinds: Vec<u8> = spec.get_item(10)?.extract()?;
-        let (json_head, json_entities, json_metrics): (String, String, String) = if spec.len() > 11 {
-            spec.get_item(11)?.extract()?
+        let rest: i64 = spec.get_item(11)?.extract()?;
+        let rest = usize::try_from(rest).ok().filter(|&r| r + 1 == columns.len());
+        let (json_head, json_entities, json_metrics): (String, String, String) = if spec.len() > 12 {
+            spec.get_item(12)?.extract()?
         } else {
             Default::default()
         };
@@ -859,6 +862,7 @@ impl Header {
             entity_from_labels,
             cpu_fields,
             kinds,
+            rest,
             section_avro,
             entities_avro: str_array(&entities),
             metrics_avro: str_array(&metrics),
@@ -972,6 +976,8 @@ struct Limits {
 enum LineOutcome {
     Ok,
     Error(String),
+    /// the headers changed under the line's tag (NmonParser.shift_cpuutil): read it again
+    Again,
 }
 
 #[pymethods]
@@ -1444,7 +1450,17 @@ impl Scanner {
             return Ok(LineOutcome::Ok);
         }
         self.flush_config(py)?;
-        self.control(py, tag, rest, line, line_no, offset)
+        match self.control(py, tag, rest, line, line_no, offset)? {
+            // once per file at most, and the header is there now: the data path takes the line
+            LineOutcome::Again if find_header(&self.headers, &self.long_headers, tag).is_some() => {
+                self.line(py, line, line_no, offset, size)
+            }
+            LineOutcome::Again => Ok(LineOutcome::Error(format!(
+                "{} data before its header line",
+                String::from_utf8_lossy(tag)
+            ))),
+            outcome => Ok(outcome),
+        }
     }
 
     /// hooks.scan_config([(tag, rest), ...]) takes the pending configuration lines; it answers the
@@ -1523,13 +1539,19 @@ impl Scanner {
                 Ok(LineOutcome::Ok)
             }
             "header" => {
+                // under the tag of the data lines it describes (NmonParser.data_tag)
+                let key: Vec<u8> = answer.get_item(2)?.extract()?;
                 let spec = answer.get_item(1)?;
-                let header = Header::from_spec(spec.downcast::<PyTuple>()?)?;
-                match tag_key(tag) {
-                    LONG_TAG => self.long_headers.insert(tag.to_vec(), Rc::new(header)),
-                    key => self.headers.insert(key, Rc::new(header)),
-                };
+                self.set_header(&key, Some(Header::from_spec(spec.downcast::<PyTuple>()?)?));
                 Ok(LineOutcome::Ok)
+            }
+            "headers" => {
+                for item in answer.get_item(1)?.try_iter()? {
+                    let (key, spec): (Vec<u8>, Option<Bound<'_, PyTuple>>) = item?.extract()?;
+                    let header = spec.map(|s| Header::from_spec(&s)).transpose()?;
+                    self.set_header(&key, header);
+                }
+                Ok(LineOutcome::Again)
             }
             "zzzz" => {
                 let snap_tag: Vec<u8> = answer.get_item(1)?.extract()?;
@@ -1547,6 +1569,17 @@ impl Scanner {
             other => Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "control hook answered {other:?}"
             ))),
+        }
+    }
+
+    /// The header of the data lines tagged `key` (None: none any more). Only control lines call
+    /// this, never data(): see the SAFETY note in line().
+    fn set_header(&mut self, key: &[u8], header: Option<Header>) {
+        match (tag_key(key), header) {
+            (LONG_TAG, Some(h)) => drop(self.long_headers.insert(key.to_vec(), Rc::new(h))),
+            (LONG_TAG, None) => drop(self.long_headers.remove(key)),
+            (k, Some(h)) => drop(self.headers.insert(k, Rc::new(h))),
+            (k, None) => drop(self.headers.remove(&k)),
         }
     }
 
@@ -1807,13 +1840,19 @@ impl Scanner {
         let mut problems: Vec<String> = Vec::new();
         let fields = &self.fields;
         // the values as the reference parser sees them: TOP's PID first, short lines padded
+        let rest = header.rest;
         let cell = |i: usize| -> &[u8] {
             let k = match pid {
                 Some(p) if i == 0 => p,
                 Some(_) => first + i - 1,
                 None => first + i,
             };
-            fields.get(k).map_or(b"", |&(a, b)| &line[a..b])
+            match fields.get(k) {
+                None => b"",
+                // the rest of the line: from this cell to the end of the last, the commas kept
+                Some(&(a, _)) if rest == Some(i) => &line[a..fields[fields.len() - 1].1],
+                Some(&(a, b)) => &line[a..b],
+            }
         };
         let labels = &mut self.labels;
         labels.clear();
