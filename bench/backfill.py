@@ -387,7 +387,9 @@ def measure(
         child_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
         done = subprocess.run([*argv, *map(str, paths)], capture_output=True, text=True, check=False, env=child_env)
         found = re.search(r"\bvalues (\d+),", done.stdout)
-        if done.returncode != 0 or found is None:
+        # 3: some lines were dead letters, the rest published (the AIX corpus file's JFS lines carry
+        # values past their headers: two dead letters a snapshot)
+        if done.returncode not in (0, 3) or found is None:
             raise RuntimeError(f"ingest exited {done.returncode}: {done.stdout[-300:]} {done.stderr[-600:]}")
         values = int(found.group(1))
     else:  # a thread of this process: the collector and the sink share one interpreter (its GIL)

@@ -370,7 +370,8 @@ def test_parse_lines_on_the_corpus(corpus: Path, monkeypatch: pytest.MonkeyPatch
     assert len(files) >= 5
     for path in files:
         out, err, code = assert_same_three_ways([path], monkeypatch)
-        assert code == 0 and out.count(b"\n") > 10, path.name
+        # the AIX file's JFS lines carry values past their headers (test_nmon_parser): exit 3
+        assert code == (3 if path.name.startswith("aix71_aixlpar") else 0) and out.count(b"\n") > 10, path.name
 
 
 # cells the lines must print exactly as Python's json prints the float they read as: shortest

@@ -316,6 +316,40 @@ def test_absurd_values_are_null_with_a_dead_letter_naming_the_field(kind: str) -
 
 
 @pytest.mark.parametrize("kind", PARSERS)
+@pytest.mark.parametrize("chunk", [1 << 20, 5])
+def test_values_past_the_header_are_a_dead_letter_and_the_rest_of_the_line_is_published(kind: str, chunk: int) -> None:
+    """A data line with more cells than its header names (the AIX corpus file's JFSFILE: 31 values
+    under 9 file systems): the named ones published, the line a dead letter that says how many were
+    not; trailing empty cells are not values; UARG's last column takes the rest of its line."""
+    text = (
+        b"AAA,progname,nmon\nAAA,host,wide\nAAA,interval,60\nAAA,date,01-DEC-2026\n"
+        b"JFSFILE,JFS Filespace %Used wide,/,/usr\n"
+        b"TOP,+PID,Time,%CPU,Command\n"
+        b"UARG,+Time,PID,ProgName,FullCommand\n"
+        b"ZZZZ,T0001,00:00:00,01-DEC-2026\n"
+        b"JFSFILE,T0001,39.4,10.4,64.3, 5.0\n"
+        b"JFSFILE,T0001,1.0,2.0,,\n"
+        b"TOP,0000042,T0001,3.5,spin,7\n"
+        b"UARG,T0001,0000042,spin,spin --a=1,2,3\n"
+        b"ZZZZ,T0002,00:01:00,01-DEC-2026\n"
+    )
+    out, _ = run(kind, "wide.nmon", text, chunk)
+    t = by_topic(out)
+    assert [(d["line"], d["error"]) for d in t["dead_letters"]] == [
+        (9, "JFSFILE: 2 values past the header's 2 columns (not published)"),
+        (11, "TOP: 1 values past the header's 3 columns (not published)"),
+    ]
+    assert t["dead_letters"][0]["raw"] == "JFSFILE,T0001,39.4,10.4,64.3, 5.0"  # the values kept there
+    rows = [(r["section"], r["values"], r["labels"]) for r in t["nmon_snapshots"][0]["rows"]]
+    assert rows == [
+        ("JFSFILE", [39.4, 10.4], {}),
+        ("JFSFILE", [1.0, 2.0], {}),
+        ("TOP", [3.5], {"PID": "0000042", "Command": "spin"}),
+        ("UARG", [42.0, None, None], {"ProgName": "spin", "FullCommand": "spin --a=1,2,3"}),
+    ]
+
+
+@pytest.mark.parametrize("kind", PARSERS)
 def test_int_counts_fit_and_a_far_aaa_date_does_not_crash(kind: str) -> None:
     text = (
         b"AAA,progname,nmon\nAAA,host,h\nAAA,date,31-DEC-9999\n"

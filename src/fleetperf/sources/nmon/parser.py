@@ -491,6 +491,10 @@ class NmonParser:
         width = header.width
         if header.rest is not None:
             values = header.cells(values)
+        # cells past the header's last column have no name to go out under: not published, and
+        # the line a dead letter that keeps them (the AIX corpus file's JFSFILE lines carry 31
+        # values under a header of 9 file systems; they went unreported before)
+        beyond = sum(1 for cell in values[width:] if cell.strip()) if len(values) > width else 0
         if len(values) < width:
             values = values + [b""] * (width - len(values))
         labels = {header.columns[i]: values[i].decode("utf-8", "replace").strip() for i in header.text}
@@ -515,9 +519,8 @@ class NmonParser:
             for name, pos in header.cpu_fields:
                 value = numbers[pos]
                 snap.cpu[name] = int(value) if value is not None and name in layout.INT_CPU_FIELDS else value
-        if problems:
-            more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
-            raise LineError("; ".join(problems[:5]) + more + " (published as null)")
+        if problems or beyond:
+            raise LineError(row_problems(header, problems, beyond))
 
     def _zzzz(self, tag: bytes, ts: datetime, line_no: int, offset: int) -> Iterator[tuple[int, Emitted]]:
         if self.first_ts is None:
@@ -801,6 +804,17 @@ def read_chunks(path: Path, size: int = CHUNK) -> Iterator[bytes | str]:
             yield out
         if fed and not member.eof:
             yield "gzip data damaged (it ends before its end marker: cut short?): the rest of the file is not read"
+
+
+def row_problems(header: layout.Header, problems: list[str], beyond: int) -> str:
+    """A data line's dead-letter message: its values published as null, its cells past the header."""
+    parts = []
+    if problems:
+        more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+        parts.append("; ".join(problems[:5]) + more + " (published as null)")
+    if beyond:
+        parts.append(f"{header.section}: {beyond} values past the header's {header.width} columns (not published)")
+    return "; ".join(parts)
 
 
 def parse_file(

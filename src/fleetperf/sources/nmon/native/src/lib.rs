@@ -1839,6 +1839,19 @@ impl Scanner {
         let limits = &self.limits;
         let mut problems: Vec<String> = Vec::new();
         let fields = &self.fields;
+        // cells past the header's last column (parser.py _data): not published, the line a dead
+        // letter; every cell after the tag but the snapshot tag counts (TOP's PID is a column)
+        let cells = fields.len() - 1;
+        let beyond = if header.rest.is_none() && cells > header.columns.len() {
+            (header.columns.len()..cells)
+                .filter(|&i| {
+                    let k = if pid.is_some() { first + i - 1 } else { first + i };
+                    !strip_bytes(&line[fields[k].0..fields[k].1]).is_empty()
+                })
+                .count()
+        } else {
+            0
+        };
         // the values as the reference parser sees them: TOP's PID first, short lines padded
         let rest = header.rest;
         let cell = |i: usize| -> &[u8] {
@@ -2058,20 +2071,29 @@ impl Scanner {
             snap.cpu[slot] = values.get(pos).copied().flatten();
             snap.cpu_any = true;
         }
-        if problems.is_empty() {
+        if problems.is_empty() && beyond == 0 {
             return Ok(LineOutcome::Ok);
         }
-        let more = if problems.len() > 5 {
-            format!("; and {} more", problems.len() - 5)
-        } else {
-            String::new()
-        };
-        problems.truncate(5);
-        Ok(LineOutcome::Error(format!(
-            "{}{} (published as null)",
-            problems.join("; "),
-            more
-        )))
+        // parser.row_problems
+        let mut parts = Vec::new();
+        if !problems.is_empty() {
+            let more = if problems.len() > 5 {
+                format!("; and {} more", problems.len() - 5)
+            } else {
+                String::new()
+            };
+            problems.truncate(5);
+            parts.push(format!("{}{} (published as null)", problems.join("; "), more));
+        }
+        if beyond > 0 {
+            parts.push(format!(
+                "{}: {} values past the header's {} columns (not published)",
+                header.section,
+                beyond,
+                header.columns.len()
+            ));
+        }
+        Ok(LineOutcome::Error(parts.join("; ")))
     }
 }
 
