@@ -50,11 +50,12 @@ _ROLLOVER = 12 * 3600
 _TAG = re.compile(rb"^[A-Z][A-Za-z0-9_+\-]*$")
 # Linux nmon's per-CPU utilisation (-U). nmon 16n (Debian's 16n+debian-1) numbers the header lines
 # from 1 (CPUUTIL001,CPU Util Stats CPU1 ...) and the data lines from 0: its CPUUTIL000 line holds
-# CPU 1's figures, CPUUTIL001 CPU 2's. Seen in files that nmon wrote here (2 CPUs, three runs): each
-# CPUUTILk data line equals the CPU(k+1) line of its snapshot to the rounding (User%, Sys%, Wait%,
-# Idle%, Steal%). Read as named, CPU 2's figures were published under CPU 1's header and CPU 1's
-# were a dead letter; so a file whose CPUUTIL data start at 000 has each CPUUTILk data line read with
-# the header CPUUTIL(k+1) (NmonParser.shift_cpuutil; tests/integration/test_nmon_recorded.py).
+# CPU 1's figures, CPUUTIL001 CPU 2's. Seen in files that nmon wrote here (2 CPUs, several runs):
+# each CPUUTILk data line is nearest the CPU(k+1) line of its snapshot (User%, Sys%, Idle%, Steal%;
+# within 0.1 on an idle CPU, 1-2 points on a busy one: nmon computes the two apart). Read as named,
+# CPU 2's figures were published under CPU 1's header and CPU 1's were a dead letter; so a file
+# whose CPUUTIL data start at 000 has each CPUUTILk data line read with the header CPUUTIL(k+1)
+# (NmonParser.shift_cpuutil; tests/integration/test_nmon_recorded.py).
 _CPUUTIL = re.compile(rb"CPUUTIL(\d{3})\Z")
 SHIFTED = "shifted"  # control(): the line's headers were re-keyed, read it again
 _MONTHS = {
