@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTDATA = ROOT / "src" / "fleetperf" / "sources" / "nmon" / "testdata"
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live_latency import Replay  # noqa: E402
+from live_latency import Replay, Run, closable_windows, gaps  # noqa: E402
 
 
 def records(path: Path) -> list[Any]:
@@ -100,3 +100,36 @@ def test_a_gzip_file_with_bytes_beyond_ascii_replays_byte_for_byte(tmp_path: Pat
     assert b",oracl\xe9," in path.read_bytes()
     got = [r["rows"] for r in by_topic(records(path), "nmon_snapshots")]
     assert got == [r["rows"] for r in by_topic(records(plain), "nmon_snapshots")]
+
+
+def _run(mode: str, seconds: list[int]) -> Run:
+    run = Run(mode, "h")
+    run.written = {1_800_000_000_000 + s * 1000: 0.0 for s in seconds}  # 1_800_000_000_000: a minute's start
+    return run
+
+
+@pytest.mark.parametrize(
+    ("mode", "seconds", "ends"),
+    [
+        # ours: snapshots on multiples of the interval from the run's first; a window closes on the
+        # snapshot at its end with a promise (its promise end + 9 s), at end + 10 s without
+        ("quiet", list(range(0, 130, 10)), [60, 120]),
+        ("nopromise", list(range(0, 130, 10)), [60]),
+        # real nmon starts when started (--nmon): at :03, its window's last snapshot at :53 promises
+        # :53 + 9 s >= the end; a window the run did not see from its start is not closable
+        ("quiet", list(range(3, 130, 10)), [120]),
+        ("nopromise", list(range(3, 130, 10)), []),  # :123 is short of 120 + 5 s
+        ("nopromise", list(range(3, 140, 10)), [120]),
+        ("quiet", list(range(3, 120, 10)), [120]),
+        ("nopromise", list(range(3, 120, 10)), []),
+    ],
+)
+def test_closable_windows_of_aligned_and_unaligned_runs(mode: str, seconds: list[int], ends: list[int]) -> None:
+    start = 1_800_000_000_000
+    assert start % 60_000 == 0
+    got = closable_windows(_run(mode, seconds), interval=10, out_of_orderness=5)
+    assert sorted(got) == [start + e * 1000 for e in ends]
+
+
+def test_gaps_count_the_zzzz_gaps() -> None:
+    assert gaps(_run("quiet", [0, 10, 20, 29, 40])) == "9 s x1, 10 s x2, 11 s x1"
