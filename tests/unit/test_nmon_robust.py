@@ -319,8 +319,9 @@ def test_absurd_values_are_null_with_a_dead_letter_naming_the_field(kind: str) -
 @pytest.mark.parametrize("chunk", [1 << 20, 5])
 def test_values_past_the_header_are_a_dead_letter_and_the_rest_of_the_line_is_published(kind: str, chunk: int) -> None:
     """A data line with more cells than its header names (the AIX corpus file's JFSFILE: 31 values
-    under 9 file systems): the named ones published, the line a dead letter that says how many were
-    not; trailing empty cells are not values; UARG's last column takes the rest of its line."""
+    under 9 file systems): the named ones published, the first such line of each header a dead letter
+    that says how many were not (the rest alike not again, until the header is written anew);
+    trailing empty cells are not values; UARG's last column takes the rest of its line."""
     text = (
         b"AAA,progname,nmon\nAAA,host,wide\nAAA,interval,60\nAAA,date,01-DEC-2026\n"
         b"JFSFILE,JFS Filespace %Used wide,/,/usr\n"
@@ -332,12 +333,17 @@ def test_values_past_the_header_are_a_dead_letter_and_the_rest_of_the_line_is_pu
         b"TOP,0000042,T0001,3.5,spin,7\n"
         b"UARG,T0001,0000042,spin,spin --a=1,2,3\n"
         b"ZZZZ,T0002,00:01:00,01-DEC-2026\n"
+        b"JFSFILE,T0002,1.0,2.0,3.0\n"  # reported already
+        b"JFSFILE,JFS Filespace %Used wide,/,/usr\n"  # the header anew: reported again
+        b"JFSFILE,T0002,1.0,2.0,4.0\n"
     )
     out, _ = run(kind, "wide.nmon", text, chunk)
     t = by_topic(out)
+    again = " (not published; later lines of this header alike are not reported again)"
     assert [(d["line"], d["error"]) for d in t["dead_letters"]] == [
-        (9, "JFSFILE: 2 values past the header's 2 columns (not published)"),
-        (11, "TOP: 1 values past the header's 3 columns (not published)"),
+        (9, "JFSFILE: 2 values past the header's 2 columns" + again),
+        (11, "TOP: 1 values past the header's 3 columns" + again),
+        (16, "JFSFILE: 1 values past the header's 2 columns" + again),
     ]
     assert t["dead_letters"][0]["raw"] == "JFSFILE,T0001,39.4,10.4,64.3, 5.0"  # the values kept there
     rows = [(r["section"], r["values"], r["labels"]) for r in t["nmon_snapshots"][0]["rows"]]

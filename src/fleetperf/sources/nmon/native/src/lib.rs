@@ -20,7 +20,7 @@
 use memchr::memchr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Write;
 use std::sync::Arc as Rc; // shared by the header map and the line being read (the pyclass must be Send)
 
@@ -927,6 +927,9 @@ struct Scanner {
     hooks: PyObject,
     headers: FxHashMap<TagKey, Rc<Header>>,       // by tag_key
     long_headers: FxHashMap<Vec<u8>, Rc<Header>>, // tags of more than 15 bytes
+    // headers (their address) whose data lines had values past their last column: reported once
+    // a header (parser.py beyond_reported)
+    beyond_reported: FxHashSet<usize>,
     snaps: Vec<Snap>, // open snapshots in the order they were first seen (usually one or two)
     carry: Vec<u8>,
     next_offset: u64,
@@ -1043,6 +1046,7 @@ impl Scanner {
             hooks,
             headers: FxHashMap::default(),
             long_headers: FxHashMap::default(),
+            beyond_reported: FxHashSet::default(),
             fields: Vec::new(),
             rows_hint: 0,
             snapshot_plan: compile_plan(snapshot_plan)?,
@@ -1574,12 +1578,19 @@ impl Scanner {
 
     /// The header of the data lines tagged `key` (None: none any more). Only control lines call
     /// this, never data(): see the SAFETY note in line().
+    /// A header it replaces is forgotten (its address may be a new header's later).
     fn set_header(&mut self, key: &[u8], header: Option<Header>) {
+        let old = match tag_key(key) {
+            LONG_TAG => self.long_headers.remove(key),
+            k => self.headers.remove(&k),
+        };
+        if let Some(old) = old {
+            self.beyond_reported.remove(&(Rc::as_ptr(&old) as usize));
+        }
         match (tag_key(key), header) {
+            (_, None) => {}
             (LONG_TAG, Some(h)) => drop(self.long_headers.insert(key.to_vec(), Rc::new(h))),
-            (LONG_TAG, None) => drop(self.long_headers.remove(key)),
             (k, Some(h)) => drop(self.headers.insert(k, Rc::new(h))),
-            (k, None) => drop(self.headers.remove(&k)),
         }
     }
 
@@ -1839,19 +1850,23 @@ impl Scanner {
         let limits = &self.limits;
         let mut problems: Vec<String> = Vec::new();
         let fields = &self.fields;
-        // cells past the header's last column (parser.py _data): not published, the line a dead
-        // letter; every cell after the tag but the snapshot tag counts (TOP's PID is a column)
+        // cells past the header's last column (parser.py _data): not published, the first such
+        // line of a header a dead letter; every cell after the tag but the snapshot tag counts
+        // (TOP's PID is a column)
         let cells = fields.len() - 1;
-        let beyond = if header.rest.is_none() && cells > header.columns.len() {
-            (header.columns.len()..cells)
+        let address = header as *const Header as usize;
+        let mut beyond = 0;
+        if header.rest.is_none() && cells > header.columns.len() && !self.beyond_reported.contains(&address) {
+            beyond = (header.columns.len()..cells)
                 .filter(|&i| {
                     let k = if pid.is_some() { first + i - 1 } else { first + i };
                     !strip_bytes(&line[fields[k].0..fields[k].1]).is_empty()
                 })
-                .count()
-        } else {
-            0
-        };
+                .count();
+            if beyond > 0 {
+                self.beyond_reported.insert(address);
+            }
+        }
         // the values as the reference parser sees them: TOP's PID first, short lines padded
         let rest = header.rest;
         let cell = |i: usize| -> &[u8] {
@@ -2087,7 +2102,8 @@ impl Scanner {
         }
         if beyond > 0 {
             parts.push(format!(
-                "{}: {} values past the header's {} columns (not published)",
+                "{}: {} values past the header's {} columns (not published; later lines of this \
+                 header alike are not reported again)",
                 header.section,
                 beyond,
                 header.columns.len()
