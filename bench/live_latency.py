@@ -204,12 +204,13 @@ def run_nmon(
 
 
 def _alive(pid: int) -> bool:
+    """nmon (forked into the background, so not our child) still runs: a process that exited but
+    was not reaped yet (a zombie, where init does not reap) counts as gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    # nmon is our child's child: once it exits, init reaps it, so a zombie is not left to look alive
-    return True
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def watch(settings: config.Settings, run: Run, every: float, stop: threading.Event) -> None:

@@ -50,11 +50,13 @@ def _tail(path: Path, kind: str) -> NmonTail:
 
 
 def _alive(pid: int) -> bool:
+    """nmon (forked into the background, so not our child) still runs: a process that exited but
+    was not reaped yet (a zombie, where init does not reap) counts as gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 @pytest.fixture(scope="module")
