@@ -64,6 +64,7 @@ from fleetperf.ingest.follow import Follower  # noqa: E402
 from fleetperf.ingest.publish import source_options  # noqa: E402
 from fleetperf.ingest.watermark import SLACK_MS  # noqa: E402
 from fleetperf.sources.nmon.host_config import HostConfigBuilder  # noqa: E402
+from fleetperf.stack.process import running  # noqa: E402
 
 PROMISING = {"quiet"}  # the modes whose samples carry watermark promises
 
@@ -179,7 +180,7 @@ def run_nmon(
     identity, pending, offset = HostConfigBuilder(), b"", 0
     try:
         while True:
-            alive = _alive(pid)
+            alive = running(pid)
             if path.exists():
                 with open(path, "rb") as handle:
                     handle.seek(offset)
@@ -199,18 +200,8 @@ def run_nmon(
             if not alive or stop.wait(every):
                 return
     finally:
-        if _alive(pid):
+        if running(pid):
             os.kill(pid, signal.SIGTERM)
-
-
-def _alive(pid: int) -> bool:
-    """nmon (forked into the background, so not our child) still runs: a process that exited but
-    was not reaped yet (a zombie, where init does not reap) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def watch(settings: config.Settings, run: Run, every: float, stop: threading.Event) -> None:

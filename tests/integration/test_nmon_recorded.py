@@ -28,6 +28,7 @@ from fleetperf.ingest.records import Emitted
 from fleetperf.sources.nmon import native_parser, parser
 from fleetperf.sources.nmon.source import NmonTail
 from fleetperf.stack import install
+from fleetperf.stack.process import running
 from tests.unit.test_nmon_native import comparable
 
 SNAPSHOTS = 4
@@ -49,16 +50,6 @@ def _tail(path: Path, kind: str) -> NmonTail:
     return tail
 
 
-def _alive(pid: int) -> bool:
-    """nmon (forked into the background, so not our child) still runs: a process that exited but
-    was not reaped yet (a zombie, where init does not reap) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
-
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
     nmon = install.nmon()
@@ -78,18 +69,18 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
         deadline = time.monotonic() + SNAPSHOTS * INTERVAL_S + 30
         try:
             while time.monotonic() < deadline:
-                running = _alive(pid)
+                going = running(pid)
                 if path.exists():
                     for kind in kinds:
                         tail = tails.setdefault(kind, _tail(path, kind))
                         live[kind] += tail.poll()
-                if not running:
+                if not going:
                     break
                 time.sleep(0.1)
             else:
                 pytest.fail(f"nmon did not finish {SNAPSHOTS} snapshots in time")
         finally:
-            if _alive(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGTERM)
         time.sleep(QUIET_S + 0.2)  # the last snapshot's quiet period
         for kind in kinds:

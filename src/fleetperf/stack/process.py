@@ -124,6 +124,16 @@ class Process:
             return "(no log)"
 
 
+def running(pid: int) -> bool:
+    """A process that is not our child (nmon forks itself into the background) still runs: one that
+    exited and was not reaped yet (a zombie, where init does not reap) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
