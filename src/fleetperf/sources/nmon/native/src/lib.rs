@@ -1580,14 +1580,15 @@ impl Scanner {
     /// this, never data(): see the SAFETY note in line().
     /// A header it replaces is forgotten (its address may be a new header's later).
     fn set_header(&mut self, key: &[u8], header: Option<Header>) {
-        let old = match tag_key(key) {
+        let k = tag_key(key);
+        let old = match k {
             LONG_TAG => self.long_headers.remove(key),
             k => self.headers.remove(&k),
         };
         if let Some(old) = old {
             self.beyond_reported.remove(&(Rc::as_ptr(&old) as usize));
         }
-        match (tag_key(key), header) {
+        match (k, header) {
             (_, None) => {}
             (LONG_TAG, Some(h)) => drop(self.long_headers.insert(key.to_vec(), Rc::new(h))),
             (k, Some(h)) => drop(self.headers.insert(k, Rc::new(h))),
