@@ -346,12 +346,13 @@ def test_values_past_the_header_are_a_dead_letter_and_the_rest_of_the_line_is_pu
         (16, "JFSFILE: 1 values past the header's 2 columns" + again),
     ]
     assert t["dead_letters"][0]["raw"] == "JFSFILE,T0001,39.4,10.4,64.3, 5.0"  # the values kept there
-    rows = [(r["section"], r["values"], r["labels"]) for r in t["nmon_snapshots"][0]["rows"]]
+    rows = [(r["section"], r["entities"], r["values"], r["labels"]) for r in t["nmon_snapshots"][0]["rows"]]
     assert rows == [
-        ("JFSFILE", [39.4, 10.4], {}),
-        ("JFSFILE", [1.0, 2.0], {}),
-        ("TOP", [3.5], {"PID": "0000042", "Command": "spin"}),
-        ("UARG", [42.0, None, None], {"ProgName": "spin", "FullCommand": "spin --a=1,2,3"}),
+        ("JFSFILE", ["/", "/usr"], [39.4, 10.4], {}),
+        ("JFSFILE", ["/", "/usr"], [1.0, 2.0], {}),
+        ("TOP", ["0000042 spin"], [3.5], {"PID": "0000042", "Command": "spin"}),
+        # every column text: no value, one entity all the same (the process, as TOP names it)
+        ("UARG", ["0000042 spin"], [], {"PID": "0000042", "ProgName": "spin", "FullCommand": "spin --a=1,2,3"}),
     ]
 
 

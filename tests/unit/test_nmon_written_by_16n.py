@@ -92,6 +92,8 @@ def test_a_command_line_with_commas_is_the_rest_of_the_uarg_line(tmp_path: Path)
     python = _records(path, "python")
     rows = [r for e in python if e.topic_key == "nmon_snapshots" for r in e.record["rows"] if r["section"] == "UARG"]
     assert [r["labels"]["FullCommand"] for r in rows] == [command, "[kdamond.0]"]
-    assert [r["values"][0] for r in rows] == [5040.0, 77.0]
+    # each process its own entity, named as its TOP row names it ('PID name')
+    assert [r["entities"] for r in rows] == [["0005040 backend"], ["0000077 kdamond.0"]]
+    assert [r["values"] for r in rows] == [[], []]
     if "native" in KINDS:
         assert [comparable(e) for e in _records(path, "native")] == [comparable(e) for e in python]

@@ -391,3 +391,78 @@ def test_a_section_split_across_a_snapshot_keeps_every_row_on_both_paths(warehou
     assert results[0] == results[1]
     values = results[0][0]
     assert {v[3] for v in values if v[2] == "TOP"} == {"100 ksh", "200 sshd"} and len(values) == 3 + 2 + 4
+
+
+# nmon -T's command lines: Linux (nmon 16n's source: "UARG,%s,%07d,%s,%s") and AIX (IBM's "Process
+# statistics" page: PID, PPID, COMM, THCOUNT, USER, GROUP, full command), three processes a snapshot
+UARG_FILES = {
+    "linux": (
+        "UARG,+Time,PID,ProgName,FullCommand\n",
+        [
+            "UARG,T0001,0005040,java,java -Xmx4g -cp a.jar,b.jar Main\n",
+            "UARG,T0001,0000077,kdamond.0,[kdamond.0]\n",
+            "UARG,T0001,0012345,python3,python3 -c print(1,2)\n",
+        ],
+        4,
+    ),
+    "aix": (
+        "UARG,+Time,PID,PPID,COMM,THCOUNT,USER,GROUP,FullCommand\n",
+        [
+            "UARG,T0001,5434012,1,oracle,20,oracle,dba,ora_pmon_PROD\n",
+            "UARG,T0001,7016764,1,db2sysc,290,db2inst1,db2iadm1,db2sysc 0\n",
+            "UARG,T0001,782527,1,java,61,was,was,java -Dx=a,b -jar app.jar\n",
+        ],
+        8,
+    ),
+}
+
+
+@pytest.mark.parametrize("system", sorted(UARG_FILES))
+def test_every_command_line_of_a_snapshot_is_kept_in_the_labels(
+    warehouse: Any,  # noqa: ANN401
+    tmp_path: Path,
+    system: str,
+) -> None:
+    """UARG writes one line per process, all under one tag. Each row was entity '' and nmon_labels'
+    key (host, section, entity, label, ts) the same for all: the ReplacingMergeTree kept one command
+    line of each snapshot. Each process is now its own entity ('PID name', as TOP names it), through
+    both parsers and both of the sink's paths; the oracle is the file's own lines."""
+    from fleetperf.sources.nmon import native_parser, parser
+
+    settings, ch = warehouse
+    header, lines, rest = UARG_FILES[system]
+    path = tmp_path / f"box_{system}.nmon"
+    path.write_text(
+        "AAA,progname,nmon\nAAA,host,box\nAAA,interval,60\nAAA,date,01-DEC-2026\n"
+        + header
+        + "ZZZZ,T0001,00:00:00,01-DEC-2026\n"
+        + "".join(lines)
+    )
+    # the file's own fields: PID, the program's name (PID's neighbour on Linux, COMM on AIX) and
+    # the rest of the line from the FullCommand column on
+    written = []
+    for line in lines:
+        cells = line.rstrip("\n").split(",")
+        name = cells[3] if system == "linux" else cells[4]
+        written.append((f"{cells[2]} {name}", ",".join(cells[rest:])))
+    kinds = {"python": list(parser.parse_file(path, UTC))}
+    if native_parser.available():
+        kinds["native"] = list(native_parser.parse_file(path, UTC))
+    for kind, emitted in kinds.items():
+        snaps = [e for e in emitted if e.topic_key == "nmon_snapshots"]
+        assert len(snaps) == 1 and not [e for e in emitted if e.topic_key == "dead_letters"], kind
+        body = snaps[0].encoded
+        if body is None:
+            buf = io.BytesIO()
+            schemaless_writer(buf, IDS[21], snaps[0].record)
+            body = buf.getvalue()
+        msg = Msg(TOPIC, 0, 0, b"\0" + (21).to_bytes(4, "big") + body)
+        for engine in (True, False):
+            _feed(_sink(settings, ch, engine=engine), Consumer(), [msg], chunk=1)
+            stored_lines = ch.query(
+                "SELECT entity, text FROM nmon_labels FINAL WHERE section = 'UARG' AND label = 'FullCommand'"
+                " ORDER BY entity"
+            ).result_rows
+            assert stored_lines == sorted(written), (kind, engine)
+            for table in ("nmon_sections", "nmon_values", "nmon_labels", "sink_batches"):
+                ch.command(f"TRUNCATE TABLE {table}")

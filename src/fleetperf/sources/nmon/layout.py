@@ -17,7 +17,18 @@ _COLUMNS_ARE_ENTITIES = re.compile(r"^(DISK[A-Z]+|DG[A-Z]+|VG[A-Z]+|JFSFILE|JFSI
 # columns "<entity><sep><metric>": NET* "en0-read-KB/s", IOADAPT "fcs0_read-KB/s"
 _ENTITY_PREFIXED = {"NET": "-", "NETPACKET": "-", "NETERROR": "-", "NETSIZE": "-", "IOADAPT": "_"}
 # text columns of known sections; everything else in a known section must be a number
-_TEXT_COLUMNS = {"TOP": {"PID", "Command", "WLMclass"}}
+_TEXT_COLUMNS = {
+    "TOP": {"PID", "Command", "WLMclass"},
+    # UARG (nmon -T): Linux 'PID,ProgName,FullCommand' (nmon 16n's source: "UARG,%s,%07d,%s,%s");
+    # AIX 'PID,PPID,COMM,THCOUNT,USER,GROUP,FullCommand' (IBM's "Process statistics" page lists the
+    # fields, not verified against an AIX file here: the corpus has none)
+    "UARG": {"PID", "ProgName", "COMM", "USER", "GROUP", "FullCommand"},
+}
+# sections of one line per process: the text columns that name the row's one entity, 'PID name',
+# as TOP does, so that a process's TOP and UARG rows meet. UARG rows had entity '': every command
+# line of a snapshot had the same key in nmon_labels (host, section, entity, label, ts), and the
+# ReplacingMergeTree kept one of them (60 processes a snapshot -> 1 FullCommand, seen here).
+_ENTITY_COLUMNS = {"TOP": ("PID", "Command"), "UARG": ("PID", "ProgName", "COMM")}
 # a last column that is the rest of the line, commas and all: UARG's FullCommand (nmon -T, a
 # process's arguments as given). Linux nmon 16n writes them unquoted, so a command line with commas
 # (seen here: a JSON argument, 33 fields) was cut at its first comma and the rest dropped.
@@ -179,11 +190,18 @@ def header(tag: str, columns: list[str]) -> Header:
         metrics,
         strict,
         top,
-        ("PID", "Command") if top else (),
+        _entity_columns(section, columns),
         cpu_fields,
         kinds,
         rest,
     )
+
+
+def _entity_columns(section: str, columns: list[str]) -> tuple[str, ...]:
+    """TOP: PID and Command always (a missing one is ''); UARG: PID and the program's name where
+    the header has them (Linux ProgName, AIX COMM)."""
+    named = _ENTITY_COLUMNS.get(section, ())
+    return named if section == "TOP" else tuple(c for c in named if c in columns)
 
 
 def _kind(section: str, tag: str, name: str) -> Kind:

@@ -525,7 +525,7 @@ class NmonParser:
         entities = header.entities
         if header.entity_from_labels:
             entity = " ".join(labels.get(c, "") for c in header.entity_from_labels).strip()
-            entities = [entity] if numbers else []
+            entities = [entity]  # also when every column is text (Linux UARG): the labels' key
         snap.rows.append(
             {
                 "section": header.section,

@@ -2021,9 +2021,8 @@ impl Scanner {
                 }
                 rows.extend_from_slice(&header.json_head);
                 rows.push(b'[');
-                if count > 0 {
-                    push_json_str(rows, entity_of(&mut self.entity, header, labels));
-                }
+                // one entity also when every column is text (Linux UARG): the labels' key
+                push_json_str(rows, entity_of(&mut self.entity, header, labels));
                 rows.push(b']');
                 rows.extend_from_slice(&header.json_metrics);
                 rows.extend_from_slice(&self.values_json);
@@ -2051,10 +2050,10 @@ impl Scanner {
             if header.entity_from_labels.is_empty() {
                 rows.extend_from_slice(&header.entities_avro);
             } else {
-                if !values.is_empty() {
-                    put_long(rows, 1); // one entity for all values (schemas/nmon_snapshot.avsc)
-                    put_str(rows, entity_of(&mut self.entity, header, labels).as_bytes());
-                }
+                // one entity for all values (schemas/nmon_snapshot.avsc), also when every column
+                // is text (Linux UARG): the labels' key
+                put_long(rows, 1);
+                put_str(rows, entity_of(&mut self.entity, header, labels).as_bytes());
                 rows.push(0);
             }
             rows.extend_from_slice(&header.metrics_avro);
