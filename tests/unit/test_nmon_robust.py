@@ -13,8 +13,9 @@ import signal
 import time
 import tracemalloc
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from fastavro import schemaless_reader
@@ -690,3 +691,37 @@ def test_fuzz_damaged_gzip_files(tmp_path: Path) -> None:
     # most damage is seen at once; a flip that still inflates is seen only by gzip's CRC at the end,
     # after its bytes were parsed (and checked like any text)
     assert said >= 30
+
+
+@pytest.mark.parametrize("kind", PARSERS)
+@pytest.mark.parametrize("dated", [True, False])
+def test_the_hour_a_summer_time_end_repeats_is_read_as_the_second_showing(kind: str, dated: bool) -> None:
+    """nmon writes local wall-clock times: with --tz Europe/Berlin, 25 Oct 2026 shows 02:00-02:59
+    twice (CEST, then CET). Every snapshot is 10 minutes after the one before; the expected instants
+    are counted from 22:00 UTC, not read from the file. Read as the first showing both times, the
+    second hour's six snapshots had the first hour's times and were dead letters. Dated ZZZZ lines
+    (nmon 12+) and classic ones without a date (the day from AAA,date); both parsers (the native
+    scanner hands a day whose UTC offset changes to Python)."""
+    berlin = ZoneInfo("Europe/Berlin")
+    start = datetime(2026, 10, 24, 22, 0, tzinfo=UTC)
+    lines = [
+        "AAA,progname,nmon\nAAA,host,dst\nAAA,interval,600\nAAA,date,25-OCT-2026\n",
+        "CPU_ALL,CPU Total dst,User%,Sys%,Wait%,Idle%,Busy,CPUs\n",
+    ]
+    expected = []
+    for i in range(1, 31):
+        when = start + timedelta(minutes=10 * (i - 1))
+        local = when.astimezone(berlin)
+        day = f",{local.day:02d}-OCT-2026" if dated else ""
+        lines.append(f"ZZZZ,T{i:04d},{local:%H:%M:%S}{day}\nCPU_ALL,T{i:04d},{i}.0,1.0,0.0,{98 - i}.0,,4\n")
+        expected.append(int(when.timestamp() * 1000))
+    clocks = [line.split(",")[2][:5] for line in lines[2:]]
+    assert clocks.count("02:00") == 2 and clocks.count("01:50") == 1  # the file shows the hour twice
+    out, _ = run(kind, "dst_261025_0000.nmon", "".join(lines).encode(), 97, tz=berlin)
+    t = by_topic(out)
+    assert t["dead_letters"] == []
+    assert [ts_of(r) for r in t["nmon_snapshots"]] == expected
+    assert [ts_of(r) for r in t["cpu_samples"]] == expected
+    # UTC (the default) reads the same clocks as they are: the repeated hour is a dead letter each
+    out, _ = run(kind, "dst_261025_0000.nmon", "".join(lines).encode(), 97)
+    assert len(by_topic(out)["dead_letters"]) == 6

@@ -218,6 +218,7 @@ class NmonParser:
         self.aaa_time: int | None = None
         self._day: date | None = None
         self._clock = 0
+        self._last_ms: int | None = None  # the last ZZZZ time read (here), for _unfolded
         # feed_chunk's partial line, or the over-long line being skipped (its head, its length)
         self._carry = b""
         self._skipping: tuple[bytes, int] | None = None
@@ -623,10 +624,26 @@ class NmonParser:
         )
 
     def _plausible(self, ts: datetime, tag: bytes) -> datetime:
-        why = validate.timestamp_problem(int(ts.timestamp() * 1000))
+        if self.tz is not UTC:
+            ts = self._unfolded(ts)
+        ms = int(ts.timestamp() * 1000)
+        why = validate.timestamp_problem(ms)
         if why:
             raise LineError(f"ZZZZ {tag.decode()}: time {ts:%Y-%m-%d %H:%M:%S} {why}")
+        self._last_ms = ms
         return ts
+
+    def _unfolded(self, ts: datetime) -> datetime:
+        """A local time the clock shows twice (--tz with summer time: 02:00-02:59 again when it
+        ends) is its first showing, unless the snapshot before was already at or past that
+        instant: then it is the second. Read as the first both times, the hour after the change
+        had the times of the hour before, and its snapshots were dead letters ("has the time of
+        snapshot ...")."""
+        later = ts.replace(fold=1)
+        if self._last_ms is None or later.utcoffset() == ts.utcoffset():
+            return ts
+        first, second = ts.timestamp() * 1000, later.timestamp() * 1000
+        return later if first <= self._last_ms < second else ts
 
     def _close(self, snap: _Snapshot) -> Iterator[tuple[int, Emitted]]:
         """A snapshot that will get no more lines: published, or a dead letter saying why not."""
