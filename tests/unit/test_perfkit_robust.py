@@ -8,8 +8,9 @@ import math
 import random
 import re
 import time as clock
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from fastavro import parse_schema
@@ -323,3 +324,27 @@ def test_a_huge_line_in_a_file_is_a_dead_letter_and_offsets_stay_right(tmp_path:
     assert len(guests) == 22
     lnkihs = next(g for g in guests if g["userid"] == "LNKIHS")
     assert lnkihs["origin"] == f"big.txt:{at + 2}"  # the line after the huge one keeps its number
+
+
+def test_a_log_over_the_end_of_summer_time_is_not_put_a_day_later() -> None:
+    """A log (FCX225) in local time over the end of summer time: 02:00-02:55 twice (Europe/Berlin,
+    25 Oct 2026). The time of day going back rolled the day over, so every row from the second
+    02:00 on was published 23 hours late. With --tz the second showing follows the first; the
+    expected instants are counted from 00:40 UTC in steps of 5 minutes, not read from the log."""
+    berlin = ZoneInfo("Europe/Berlin")
+    start = datetime(2026, 10, 25, 0, 40, tzinfo=UTC)
+    instants = [start + timedelta(minutes=5 * k) for k in range(30)]
+    clocks = [f"{t.astimezone(berlin):%H:%M:%S}" for t in instants]
+    assert clocks[3:5] == ["02:55:00", "02:00:00"]  # the log shows the hour twice
+    records = _run(_fcx225(clocks), day=date(2026, 10, 25), system="ZVM1", window_s=None, tz=berlin)
+    assert not _of(records, "dead_letters")
+    systems = _of(records, "zvm_system_samples")
+    assert [s["ts"] for s in systems] == [int(t.timestamp() * 1000) for t in instants]
+    assert {s["interval_s"] for s in systems} == {300.0}
+    # past midnight, the day still rolls over in that zone
+    late = [f"{(t + timedelta(hours=22)).astimezone(berlin):%H:%M:%S}" for t in instants[:4]]
+    assert late == ["23:40:00", "23:45:00", "23:50:00", "23:55:00"]
+    records = _run(_fcx225([*late, "00:00:00"]), day=date(2026, 10, 25), system="ZVM1", window_s=None, tz=berlin)
+    assert [s["ts"] for s in _of(records, "zvm_system_samples")][-1] == int(
+        datetime(2026, 10, 25, 23, 0, tzinfo=UTC).timestamp() * 1000
+    )

@@ -164,9 +164,15 @@ def clock_seconds(text: str | None) -> int | None:
     return h * 3600 + mi * 60 + s
 
 
-def _ms(day: date, seconds: float, tz: tzinfo) -> int:
-    """Epoch ms of `seconds` past midnight (wall clock) of `day`; ReportError when implausible."""
+def _ms(day: date, seconds: float, tz: tzinfo, after: int | None = None) -> int:
+    """Epoch ms of `seconds` past midnight (wall clock) of `day`; ReportError when implausible.
+    A wall clock `tz` shows twice (the hour summer time's end repeats) is its first showing, or its
+    second when `after` (the row before, epoch ms) is already at or past the first."""
     at = datetime.combine(day, time(), tz) + timedelta(seconds=seconds)
+    if after is not None:
+        later = at.replace(fold=1)
+        if later.utcoffset() != at.utcoffset() and at.timestamp() * 1000 <= after < later.timestamp() * 1000:
+            at = later
     ms = int(at.timestamp() * 1000)
     why = timestamp_problem(ms)
     if why:
@@ -197,12 +203,15 @@ def _snapshot_time(ctx: _Ctx) -> tuple[int, float | None]:
 
 def _log_times(ctx: _Ctx, rows: list[Row]) -> tuple[list[tuple[Row, int, float]], list[Emitted]]:
     """(row, end ms, length s) for each row of an interval log (FCX162, FCX225), and dead letters
-    for rows without a usable time. The day rolls over when the time of day goes back; a row's
-    length is the log's usual interval (or the shorter gap to the row before)."""
+    for rows without a usable time. The day rolls over when the time of day goes back, unless the
+    zone (--tz) shows that time twice and its second showing is after the row before (summer time's
+    end sets the clock back an hour: rolled over, the rows after it were published a day late). A
+    row's length is the log's usual interval (or the shorter gap to the row before)."""
     day = _day(ctx)
     letters: list[Emitted] = []
-    timed: list[tuple[Row, int]] = []  # (row, seconds since midnight of `day`)
+    timed: list[tuple[Row, int]] = []  # (row, end ms)
     offset = 0
+    last = -1  # seconds since midnight of `day` of the row before
     for row in rows:
         text = row.values.get("end_time")
         seconds = clock_seconds(text)
@@ -210,25 +219,26 @@ def _log_times(ctx: _Ctx, rows: list[Row]) -> tuple[list[tuple[Row, int, float]]
             letters.append(ctx.dead(row, f"end time {text!r} is not a time of day" if text else "no end time"))
             continue
         at = offset + seconds
-        if timed and at < timed[-1][1]:
-            offset += 86400  # past midnight
-            at += 86400
-        if timed and at == timed[-1][1]:
-            letters.append(ctx.dead(row, f"end time {text} repeats the one of line {timed[-1][0].line}"))
+        before = timed[-1] if timed else None
+        try:
+            ms = _ms(day, at, ctx.options.tz, before[1] if before else None)
+            if before is not None and at < last and ms <= before[1]:
+                offset += 86400  # past midnight
+                at += 86400
+                ms = _ms(day, at, ctx.options.tz, before[1])
+        except ReportError as exc:
+            letters.append(ctx.dead(row, str(exc)))
             continue
-        timed.append((row, at))
-    gaps = [b - a for (_, a), (_, b) in zip(timed, timed[1:], strict=False)]
+        if before is not None and ms == before[1]:
+            letters.append(ctx.dead(row, f"end time {text} repeats the one of line {before[0].line}"))
+            continue
+        timed.append((row, ms))
+        last = at
+    gaps = [(b - a) / 1000 for (_, a), (_, b) in zip(timed, timed[1:], strict=False)]
     usual = ctx.options.interval_s or (Counter(gaps).most_common(1)[0][0] if gaps else None)
     if usual is None and timed:
         raise MissingOptionError("one interval only, its length is unknown: pass --interval-seconds")
-    out: list[tuple[Row, int, float]] = []
-    for k, (row, at) in enumerate(timed):
-        length = float(min(gaps[k - 1], usual) if k else usual)
-        try:
-            out.append((row, _ms(day, at, ctx.options.tz), length))
-        except ReportError as exc:
-            letters.append(ctx.dead(row, str(exc)))
-    return out, letters
+    return [(row, ms, float(min(gaps[k - 1], usual) if k else usual)) for k, (row, ms) in enumerate(timed)], letters
 
 
 def _pieces(end_ms: int, length_s: float, window_s: float | None) -> list[tuple[int, float, float]]:
