@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import shutil
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from fleetperf.config import PACKAGE_ROOT, REPO_ROOT, Settings
@@ -22,6 +26,31 @@ def _mvn(*args: str, cwd: Path | None = None) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
 
 
+@contextlib.contextmanager
+def _fetch_lock(target: Path) -> Iterator[None]:
+    """One fetch of `target` at a time across processes: `./fleetperf demo` and `./fleetperf test`
+    (or two clones' CI runs) on a fresh machine share the cache, and two Apicurio fetches at once
+    failed (2026-12-01: the second found the archive the first had just unpacked and removed)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _staged(final: Path) -> Path:
+    """An empty directory beside `final` to fetch into; renamed into place when complete, so a
+    reader never sees half a fetch (an interrupted one leaves only this directory, cleared next time)."""
+    staging = final.parent / f".{final.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def _publish(staging: Path, final: Path) -> None:
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+
+
 def kafka_libs_dir(settings: Settings) -> Path:
     """Where the Kafka jars are (or will be); fetches nothing."""
     return settings.cache_dir / f"kafka-{settings['kafka']['version']}" / "libs"
@@ -35,9 +64,15 @@ def registry_jar_path(settings: Settings) -> Path:
 
 def kafka_libs(settings: Settings) -> Path:
     libs = kafka_libs_dir(settings)
-    if not (libs / f"kafka_2.13-{settings['kafka']['version']}.jar").exists():
-        print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
-        _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={libs}")
+    marker = libs / f"kafka_2.13-{settings['kafka']['version']}.jar"
+    if marker.exists():
+        return libs
+    with _fetch_lock(libs):
+        if not marker.exists():
+            print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
+            staging = _staged(libs)
+            _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={staging}")
+            _publish(staging, libs)
     return libs
 
 
@@ -47,24 +82,27 @@ def registry_jar(settings: Settings) -> Path:
     home = jar.parent
     if jar.exists():
         return jar
-    print(f"fetching Apicurio Registry {version} into {home}")
-    home.mkdir(parents=True, exist_ok=True)
-    _mvn(
-        "dependency:copy",
-        f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
-        f"-DoutputDirectory={home}",
-    )
-    archive = home / f"apicurio-registry-app-{version}-all.tar.gz"
-    with tarfile.open(archive) as tar:
-        tar.extractall(home, filter="data")
-    archive.unlink()
-    found = list(home.rglob(jar.name))
-    if not found:
-        raise RuntimeError(f"{jar.name} not found in the Apicurio archive under {home}")
-    if found[0] != jar:
-        # the archive nests the app one folder down; keep its lib/ beside the runner jar
-        for item in found[0].parent.iterdir():
-            item.rename(home / item.name)
+    with _fetch_lock(home):
+        if not jar.exists():
+            print(f"fetching Apicurio Registry {version} into {home}")
+            staging = _staged(home)
+            _mvn(
+                "dependency:copy",
+                f"-Dartifact=io.apicurio:apicurio-registry-app:{version}:tar.gz:all",
+                f"-DoutputDirectory={staging}",
+            )
+            archive = staging / f"apicurio-registry-app-{version}-all.tar.gz"
+            with tarfile.open(archive) as tar:
+                tar.extractall(staging, filter="data")
+            archive.unlink()
+            found = list(staging.rglob(jar.name))
+            if not found:
+                raise RuntimeError(f"{jar.name} not found in the Apicurio archive {archive.name}")
+            if found[0].parent != staging:
+                # the archive nests the app one folder down; keep its lib/ beside the runner jar
+                for item in found[0].parent.iterdir():
+                    item.rename(staging / item.name)
+            _publish(staging, home)
     return jar
 
 
@@ -78,9 +116,15 @@ def flink_cluster_lib(settings: Settings) -> Path:
     not on Central, but its entry points live in flink-runtime and the REST jar handlers in
     flink-runtime-web, so these jars on one classpath are a session cluster."""
     lib = flink_cluster_lib_dir(settings)
-    if not (lib / f"flink-runtime-{FLINK_CLUSTER_VERSION}.jar").exists():
-        print(f"fetching Flink {FLINK_CLUSTER_VERSION} cluster jars into {lib}")
-        _mvn("-f", str(FLINK_CLUSTER_POM), "dependency:copy-dependencies", f"-DoutputDirectory={lib}")
+    marker = lib / f"flink-runtime-{FLINK_CLUSTER_VERSION}.jar"
+    if marker.exists():
+        return lib
+    with _fetch_lock(lib):
+        if not marker.exists():
+            print(f"fetching Flink {FLINK_CLUSTER_VERSION} cluster jars into {lib}")
+            staging = _staged(lib)
+            _mvn("-f", str(FLINK_CLUSTER_POM), "dependency:copy-dependencies", f"-DoutputDirectory={staging}")
+            _publish(staging, lib)
     return lib
 
 
@@ -88,9 +132,15 @@ def job_jar(force: bool = False) -> Path:
     sources = [p for p in (JOBS_DIR / "src" / "main").rglob("*") if p.is_file()]
     sources += [JOBS_DIR / "pom.xml", *(REPO_ROOT / "schemas").glob("*.avsc")]
     newest = max(p.stat().st_mtime for p in sources)
-    if force or not JOB_JAR.exists() or JOB_JAR.stat().st_mtime < newest:
-        print("building the Flink job jar (mvn package)")
-        _mvn("package", "-DskipTests", cwd=JOBS_DIR)
+
+    def stale() -> bool:
+        return force or not JOB_JAR.exists() or JOB_JAR.stat().st_mtime < newest
+
+    if stale():
+        with _fetch_lock(JOB_JAR):
+            if stale():
+                print("building the Flink job jar (mvn package)")
+                _mvn("package", "-DskipTests", cwd=JOBS_DIR)
     return JOB_JAR
 
 
