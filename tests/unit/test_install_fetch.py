@@ -85,26 +85,42 @@ def test_two_registry_fetches_at_once_both_get_the_whole_runtime(
     assert not any(p.name.endswith(".partial") for p in jar.parent.parent.iterdir())
 
 
+# both Maven dependency fetches (Kafka's jars, the Flink cluster's jars) go through one helper
+MAVEN_LIBS = {
+    "kafka": (install.kafka_libs, install.kafka_libs_dir, lambda s: f"kafka_2.13-{s['kafka']['version']}.jar"),
+    "flink-cluster": (
+        install.flink_cluster_lib,
+        install.flink_cluster_lib_dir,
+        lambda s: f"flink-runtime-{install.FLINK_CLUSTER_VERSION}.jar",
+    ),
+}
+
+
+@pytest.mark.parametrize("runtime", sorted(MAVEN_LIBS))
 def test_an_interrupted_fetch_leaves_nothing_that_looks_complete(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    fetch, lib_dir, marker_name = MAVEN_LIBS[runtime]
     settings = _settings(tmp_path / "cache")
+    marker = marker_name(settings)
 
     def broken_mvn(*args: str, cwd: Path | None = None) -> None:
         out = Path(next(a for a in args if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
-        (out / f"kafka_2.13-{settings['kafka']['version']}.jar").write_bytes(b"half")
+        (out / marker).write_bytes(b"half")
         raise RuntimeError("mvn failed: connection reset")
 
     monkeypatch.setattr(install, "_mvn", broken_mvn)
     with pytest.raises(RuntimeError, match="connection reset"):
-        install.kafka_libs(settings)
+        fetch(settings)
     # the marker jar was written into the staging directory only: the next command fetches again
-    assert not (install.kafka_libs_dir(settings) / f"kafka_2.13-{settings['kafka']['version']}.jar").exists()
+    assert not (lib_dir(settings) / marker).exists()
 
     def good_mvn(*args: str, cwd: Path | None = None) -> None:
         out = Path(next(a for a in args if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
-        (out / f"kafka_2.13-{settings['kafka']['version']}.jar").write_bytes(b"whole")
+        (out / marker).write_bytes(b"whole")
 
     monkeypatch.setattr(install, "_mvn", good_mvn)
-    libs = install.kafka_libs(settings)
-    assert (libs / f"kafka_2.13-{settings['kafka']['version']}.jar").read_bytes() == b"whole"
+    libs = fetch(settings)
+    assert libs == lib_dir(settings)
+    assert (libs / marker).read_bytes() == b"whole"
+    assert not any(p.name.endswith(".partial") for p in libs.parent.iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import shutil
 import subprocess
 import tarfile
@@ -62,18 +63,23 @@ def registry_jar_path(settings: Settings) -> Path:
     return settings.cache_dir / f"apicurio-{version}" / f"apicurio-registry-app-{version}-runner.jar"
 
 
+def _maven_libs(pom: Path, lib: Path, marker: str, label: str) -> Path:
+    """The dependencies of `pom` copied into `lib` once (`marker`, one of its jars, says they are
+    there): fetched under the lock into a staging directory renamed into place."""
+    if (lib / marker).exists():
+        return lib
+    with _fetch_lock(lib):
+        if not (lib / marker).exists():
+            print(f"fetching {label} into {lib}")
+            staging = _staged(lib)
+            _mvn("-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={staging}")
+            _publish(staging, lib)
+    return lib
+
+
 def kafka_libs(settings: Settings) -> Path:
-    libs = kafka_libs_dir(settings)
-    marker = libs / f"kafka_2.13-{settings['kafka']['version']}.jar"
-    if marker.exists():
-        return libs
-    with _fetch_lock(libs):
-        if not marker.exists():
-            print(f"fetching Kafka {settings['kafka']['version']} jars into {libs}")
-            staging = _staged(libs)
-            _mvn("-f", str(KAFKA_POM), "dependency:copy-dependencies", f"-DoutputDirectory={staging}")
-            _publish(staging, libs)
-    return libs
+    version = settings["kafka"]["version"]
+    return _maven_libs(KAFKA_POM, kafka_libs_dir(settings), f"kafka_2.13-{version}.jar", f"Kafka {version} jars")
 
 
 def registry_jar(settings: Settings) -> Path:
@@ -115,17 +121,12 @@ def flink_cluster_lib(settings: Settings) -> Path:
     """Flink's own runtime artifacts from Maven Central (cluster mode only): flink-dist's tarball is
     not on Central, but its entry points live in flink-runtime and the REST jar handlers in
     flink-runtime-web, so these jars on one classpath are a session cluster."""
-    lib = flink_cluster_lib_dir(settings)
-    marker = lib / f"flink-runtime-{FLINK_CLUSTER_VERSION}.jar"
-    if marker.exists():
-        return lib
-    with _fetch_lock(lib):
-        if not marker.exists():
-            print(f"fetching Flink {FLINK_CLUSTER_VERSION} cluster jars into {lib}")
-            staging = _staged(lib)
-            _mvn("-f", str(FLINK_CLUSTER_POM), "dependency:copy-dependencies", f"-DoutputDirectory={staging}")
-            _publish(staging, lib)
-    return lib
+    return _maven_libs(
+        FLINK_CLUSTER_POM,
+        flink_cluster_lib_dir(settings),
+        f"flink-runtime-{FLINK_CLUSTER_VERSION}.jar",
+        f"Flink {FLINK_CLUSTER_VERSION} cluster jars",
+    )
 
 
 def job_jar(force: bool = False) -> Path:
@@ -191,10 +192,6 @@ def nmon() -> Path:
 def _apt(why: str, *packages: str) -> None:
     """Installed with apt when missing (as root, the machines this project targets); elsewhere a
     clear message."""
-    import fcntl
-    import os
-    import shutil
-
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise RuntimeError(f"{why}: apt-get install {' '.join(packages)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
