@@ -473,6 +473,17 @@ fn sp_value(m: i128, n: i128, p: f64) -> f64 {
     (n - m) as f64 / p * 100.0
 }
 
+/// sp_value over a total, 0 where the total is 0 (sadf prints 0.00 then: memused-percent with no
+/// memory, swpused-percent with no swap, swpcad-percent with nothing swapped out, %fsused of a
+/// filesystem of no blocks).
+fn share(m: i128, n: i128, total: i128) -> f64 {
+    if total != 0 {
+        sp_value(m, n, total as f64)
+    } else {
+        0.0
+    }
+}
+
 fn ll_sp_value(v1: i128, v2: i128, itv: f64) -> f64 {
     if v2 < v1 {
         if v1 <= 0xFFFF_FFFF {
@@ -1109,25 +1120,11 @@ fn memory(out: &mut Out, cur: &Act, rule: u8) -> Res {
     out.v("memfree", g("frmkb") as f64);
     out.v("avail", avail as f64);
     out.v("memused", (tlm - nousedmem) as f64);
-    out.v(
-        "memused-percent",
-        if tlm != 0 {
-            sp_value(nousedmem, tlm, tlm as f64)
-        } else {
-            0.0
-        },
-    );
+    out.v("memused-percent", share(nousedmem, tlm, tlm));
     out.v("buffers", g("bufkb") as f64);
     out.v("cached", g("camkb") as f64);
     out.v("commit", g("comkb") as f64);
-    out.v(
-        "commit-percent",
-        if tlm + tls != 0 {
-            sp_value(0, g("comkb"), (tlm + tls) as f64)
-        } else {
-            0.0
-        },
-    );
+    out.v("commit-percent", share(0, g("comkb"), tlm + tls));
     out.v("active", g("activekb") as f64);
     out.v("inactive", g("inactkb") as f64);
     out.v("dirty", g("dirtykb") as f64);
@@ -1146,23 +1143,9 @@ fn memory(out: &mut Out, cur: &Act, rule: u8) -> Res {
     let used = tls - g("frskb");
     out.v("swpfree", g("frskb") as f64);
     out.v("swpused", used as f64);
-    out.v(
-        "swpused-percent",
-        if tls != 0 {
-            sp_value(g("frskb"), tls, tls as f64)
-        } else {
-            0.0
-        },
-    );
+    out.v("swpused-percent", share(g("frskb"), tls, tls));
     out.v("swpcad", g("caskb") as f64);
-    out.v(
-        "swpcad-percent",
-        if used != 0 {
-            sp_value(0, g("caskb"), used as f64)
-        } else {
-            0.0
-        },
-    );
+    out.v("swpcad-percent", share(0, g("caskb"), used));
     row!(out);
     Ok(Ok(()))
 }
@@ -1456,14 +1439,7 @@ fn huge(out: &mut Out, cur: &Act) -> Res {
     out.begin("");
     out.v("hugfree", free as f64);
     out.v("hugused", (total - free) as f64);
-    out.v(
-        "hugused-percent",
-        if total != 0 {
-            sp_value(free, total, total as f64)
-        } else {
-            0.0
-        },
-    );
+    out.v("hugused-percent", share(free, total, total));
     out.v("hugrsvd", g("rsvdhkb") as f64);
     out.v("hugsurp", g("surphkb") as f64);
     row!(out);
@@ -1625,32 +1601,11 @@ fn filesystem(out: &mut Out, cur: &Act) -> Res {
         // int / 1024 is exact division by a power of two of the rounded int: the same double as Python's
         out.v("MBfsfree", bfree as f64 / 1024.0 / 1024.0);
         out.v("MBfsused", (blocks - bfree) as f64 / 1024.0 / 1024.0);
-        out.v(
-            "%fsused",
-            if blocks != 0 {
-                sp_value(bfree, blocks, blocks as f64)
-            } else {
-                0.0
-            },
-        );
-        out.v(
-            "%ufsused",
-            if blocks != 0 {
-                sp_value(cur.get(i, fba), blocks, blocks as f64)
-            } else {
-                0.0
-            },
-        );
+        out.v("%fsused", share(bfree, blocks, blocks));
+        out.v("%ufsused", share(cur.get(i, fba), blocks, blocks));
         out.v("Ifree", ffree as f64);
         out.v("Iused", (files - ffree) as f64);
-        out.v(
-            "%Iused",
-            if files != 0 {
-                sp_value(ffree, files, files as f64)
-            } else {
-                0.0
-            },
-        );
+        out.v("%Iused", share(ffree, files, files));
         row!(out);
     }
     Ok(Ok(()))
