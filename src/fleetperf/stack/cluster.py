@@ -25,7 +25,7 @@ from typing import Any
 
 from fleetperf.config import Settings, job_settings
 from fleetperf.stack import install
-from fleetperf.stack.local import JAVA_OPENS, ORDER, LocalStack
+from fleetperf.stack.local import JAVA_OPENS, LocalStack
 from fleetperf.stack.process import Process, http_ok, port_open
 
 JOBMANAGER_MAIN = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
@@ -490,28 +490,13 @@ class ClusterStack(LocalStack):
         return path
 
     # lifecycle -------------------------------------------------------------------------------
-    def start(self, only: tuple[str, ...] = ORDER, echo: Callable[[str], object] = print) -> None:
-        self.state.mkdir(parents=True, exist_ok=True)
-        for name in ORDER:
-            if name not in only:
-                continue
-            t0 = time.monotonic()
-            if name == "kafka":
-                where = self._start_kafka()
-            elif name == "flink":
-                where = self._start_flink(echo)
-            else:
-                self._prepare(name)
-                proc = getattr(self, name)()
-                proc.start()
-                proc.wait_ready()
-                if name == "registry":
-                    from fleetperf.kafka_avro import ensure_topics, register_schemas
-
-                    ensure_topics(self.s)
-                    register_schemas(self.s)
-                where = proc.where
-            echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {where}")
+    def _start_one(self, name: str, echo: Callable[[str], object]) -> str:
+        """Kafka as several brokers and Flink as a session cluster; the rest as on one machine."""
+        if name == "kafka":
+            return self._start_kafka()
+        if name == "flink":
+            return self._start_flink(echo)
+        return super()._start_one(name, echo)
 
     def _start_kafka(self) -> str:
         install.kafka_libs(self.s)

@@ -163,14 +163,20 @@ class LocalStack:
             if name not in only:
                 continue
             t0 = time.monotonic()
-            self._prepare(name)
-            proc = getattr(self, name)()
-            proc.start()
-            proc.wait_ready()
-            if name == "registry":
-                ensure_topics(self.s)
-                register_schemas(self.s)
-            echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {proc.where}")
+            where = self._start_one(name, echo)
+            echo(f"  {name:<10} ready in {time.monotonic() - t0:5.1f}s  {where}")
+
+    def _start_one(self, name: str, echo: Callable[[str], object]) -> str:
+        """Starts one component and waits until it is ready; returns where it listens. The registry
+        is ready when the topics exist and the schemas are registered."""
+        self._prepare(name)
+        proc = getattr(self, name)()
+        proc.start()
+        proc.wait_ready()
+        if name == "registry":
+            ensure_topics(self.s)
+            register_schemas(self.s)
+        return proc.where
 
     def stop(self, echo: Callable[[str], object] = print) -> None:
         procs = self.processes()
