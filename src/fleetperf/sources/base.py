@@ -55,6 +55,17 @@ class Reading:
     held_back: bool = False  # out: the source kept its end for the next run (the file is not done)
 
 
+@dataclass
+class LineProblem:
+    """One line of a text source (AIX command output, Performance Toolkit reports) that could not be
+    read, or one value on it that cannot be published: a dead letter naming its line and offset."""
+
+    line: int
+    offset: int
+    message: str
+    raw: str
+
+
 class FileRejectedError(ValueError):
     """A whole file that is not read (e.g. nmon whose day/month order cannot be told without
     --date-order). `reported`: the source already yielded the dead letter that says why."""

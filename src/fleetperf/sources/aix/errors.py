@@ -3,8 +3,9 @@ line that cannot (Problem: a dead letter, the rest of the output is read)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import accumulate
+
+from fleetperf.sources.base import LineProblem
 
 
 class CommandOutputError(ValueError):
@@ -17,14 +18,8 @@ class CommandOutputError(ValueError):
         self.line_no = line_no
 
 
-@dataclass
-class Problem:
-    """One line that could not be read (or one value that cannot be published): a dead letter."""
-
-    line: int
-    offset: int
-    message: str
-    raw: str
+# one line that could not be read (or one value that cannot be published): a dead letter
+Problem = LineProblem
 
 
 # Avro long: counters at or above this cannot be published exactly

@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
+from fleetperf.sources.base import LineProblem
 from fleetperf.sources.perfkit.align import align, tokens_of
 from fleetperf.sources.perfkit.layouts import BY_FCX, LAYOUTS, Layout
 
@@ -48,12 +49,7 @@ class Row:
     raw: str = ""
 
 
-@dataclass
-class Problem:
-    line: int
-    offset: int
-    message: str
-    raw: str
+Problem = LineProblem  # a line of the report that is not read: a dead letter
 
 
 @dataclass
