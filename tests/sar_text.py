@@ -7,6 +7,9 @@ Only what the tests compare against our figures: column headers are mapped to `s
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+
+from fleetperf.ingest.records import Emitted
 
 _TIME = re.compile(r"^(\d\d:\d\d:\d\d)\s+(.*)$")
 
@@ -192,3 +195,14 @@ def local_disk_names() -> dict[str, str]:
         if "DEVNAME" in uevent:
             names[uevent["DEVNAME"]] = disk_name(major, minor)
     return names
+
+
+def our_rows(emitted: list[Emitted]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """Our sysstat samples keyed as `parse` and `sadf_json_rows` key sar's and sadf's figures."""
+    out = {}
+    for e in emitted:
+        if e.topic_key == "sysstat_samples":
+            r = e.record
+            t = datetime.fromtimestamp(r["ts"] / 1000, UTC).strftime("%H:%M:%S")
+            out[(r["section"], t, r["item"])] = r["metrics"]
+    return out

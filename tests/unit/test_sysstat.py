@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,16 +30,6 @@ COMPARED = {
 }
 
 
-def _samples(emitted: list[Emitted]) -> dict[tuple[str, str, str], dict[str, float]]:
-    out = {}
-    for e in emitted:
-        if e.topic_key == "sysstat_samples":
-            r = e.record
-            t = datetime.fromtimestamp(r["ts"] / 1000, UTC).strftime("%H:%M:%S")
-            out[(r["section"], t, r["item"])] = r["metrics"]
-    return out
-
-
 def _as_sar(value: float, text: str) -> str:
     return format(value, ".2f") if "." in text else format(value, ".0f")
 
@@ -49,7 +38,7 @@ def _as_sar(value: float, text: str) -> str:
 def test_figures_equal_sar_value_for_value(corpus: Path, name: str) -> None:
     expected_name, options = COMPARED[name]
     emitted = list(records_of_file(corpus / "sysstat" / "binary" / name.strip(), options))
-    ours = _samples(emitted)
+    ours = sar_text.our_rows(emitted)
     for e in emitted:  # every figure a double, each record carrying its figure count (as in test_sysstat_own)
         if e.topic_key == "sysstat_samples":
             metrics = e.record["metrics"]
@@ -117,7 +106,7 @@ def test_damaged_files_give_a_dead_letter(corpus: Path, name: str, offset: int, 
 def test_unknown_activities_are_skipped_by_their_size(corpus: Path) -> None:
     emitted = list(records_of_file(corpus / "sysstat" / "binary" / "data-ukwn", Options()))
     assert not _dead_letters(emitted)
-    cpu = {k[2]: v for k, v in _samples(emitted).items() if k[0] == "cpu-load-all"}
+    cpu = {k[2]: v for k, v in sar_text.our_rows(emitted).items() if k[0] == "cpu-load-all"}
     # what sar -A -f data-ukwn prints: all 50.00 %usr / 50.00 %idle, CPU 0 100 %usr, CPU 1 100 %idle
     assert (cpu["all"]["usr"], cpu["all"]["idle"]) == (50.0, 50.0)
     assert (cpu["0"]["usr"], cpu["1"]["idle"]) == (100.0, 100.0)
@@ -130,20 +119,20 @@ def test_damage_inside_a_file_keeps_the_records_around_it(corpus: Path) -> None:
     sa = open_bytes(bytes(data))
     records = list(sa.records())
     comment = next(r for r in records if r.kind == "comment")
-    clean = _samples(list(records_of_bytes(bytes(data), "clean", Options())))
+    clean = sar_text.our_rows(list(records_of_bytes(bytes(data), "clean", Options())))
     data[comment.offset + 40] = 0x77  # record type byte of the comment record: garbage
     damaged = list(records_of_bytes(bytes(data), "damaged", Options()))
     letters = _dead_letters(damaged)
     assert len(letters) == 1 and letters[0]["byte_offset"] == comment.offset + 40
     assert "unknown record type 119" in letters[0]["error"] and "reading went on at offset" in letters[0]["error"]
-    assert _samples(damaged) == clean  # the statistics records on both sides still give every figure
+    assert sar_text.our_rows(damaged) == clean  # the statistics records on both sides still give every figure
 
     cut = (corpus / "sysstat" / "binary" / "data-11.6.5").read_bytes()[: records[-1].offset + 100]  # last record torn
     torn = list(records_of_bytes(cut, "torn", Options()))
     (letter,) = _dead_letters(torn)
     assert records[-1].offset <= letter["byte_offset"] <= records[-1].offset + 100
     assert f"truncated record at offset {records[-1].offset}" in letter["error"]
-    assert not _samples(torn)  # its only interval ended in the torn record: nothing invented
+    assert not sar_text.our_rows(torn)  # its only interval ended in the torn record: nothing invented
 
 
 def test_live_file_read_in_arbitrary_pieces_publishes_every_record_once(corpus: Path, tmp_path: Path) -> None:

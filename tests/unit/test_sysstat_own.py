@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import struct
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,6 @@ OWN_SADF = TESTDATA / "sa-12.6.1-xall.sadf-j-A.json"
 DISKS = {"vda": "dev254-0"}  # the recording machine's /sys/dev/block/254:0 is vda; a file read elsewhere: devM-N
 RECORDS = (1708, 6000, 10292, 14584)  # offsets of the 4 statistics records (reader and sadf -H agree)
 HEADER_TIME = 1795567271
-
-
-def _figures(emitted: list[Emitted]) -> dict[tuple[str, str, str], dict[str, float]]:
-    out = {}
-    for e in emitted:
-        if e.topic_key == "sysstat_samples":
-            r = e.record
-            t = datetime.fromtimestamp(r["ts"] / 1000, UTC).strftime("%H:%M:%S")
-            out[(r["section"], t, r["item"])] = r["metrics"]
-    return out
 
 
 def _letters(emitted: list[Emitted]) -> list[dict]:
@@ -78,7 +67,7 @@ def test_own_recording_equals_its_sadf_json() -> None:
     expected = {(s, t, DISKS.get(i, i) if s == "disk" else i): v for (s, t, i), v in expected.items()}
     emitted = _read(OWN.read_bytes(), "own")
     assert not _letters(emitted)
-    ours = _figures(emitted)
+    ours = sar_text.our_rows(emitted)
     compared, different = 0, []
     for key, row in ours.items():
         for name, value in row.items():
@@ -136,7 +125,7 @@ def test_record_header_int_count_out_of_range(count: int) -> None:
     emitted = _read(_put(bytearray(OWN.read_bytes()), 76 + 16 + 4 * 8, "<I", count))
     assert _letters(emitted)
     if count == 0:  # fits: the record type is then read where extra_next is; every record is refused
-        assert not _figures(emitted)
+        assert not sar_text.our_rows(emitted)
 
 
 @pytest.mark.parametrize(
@@ -148,7 +137,7 @@ def test_changed_activity_description_skips_that_activity(activity_offset: int, 
     emitted = _read(data)
     (letter,) = _letters(emitted)
     assert letter["byte_offset"] == activity_offset and missing in letter["error"]
-    sections = {k[0] for k in _figures(emitted)}
+    sections = {k[0] for k in sar_text.our_rows(emitted)}
     assert "memory" in sections and "paging" in sections  # the others are still read
 
 
@@ -158,7 +147,7 @@ def test_flipped_byte_in_a_record_time_never_publishes_another_time(byte: int, f
     data = bytearray(OWN.read_bytes())
     data[RECORDS[1] + 8 + byte] ^= flip  # ust_time of the second record
     emitted = _read(bytes(data))
-    times = {k[1] for k in _figures(emitted)}
+    times = {k[1] for k in sar_text.our_rows(emitted)}
     assert times <= {"00:47:13", "00:47:14", "00:47:15"}
     assert {"00:47:14", "00:47:15"} <= times  # the records after it are kept
     assert [letter["byte_offset"] for letter in _letters(emitted)] == [RECORDS[1]]
@@ -203,10 +192,10 @@ def test_counters_going_backwards_give_no_negative_rate() -> None:
 
 def test_truncated_anywhere_publishes_whole_records_only() -> None:
     source = OWN.read_bytes()
-    whole = _figures(_read(source, "own"))
+    whole = sar_text.our_rows(_read(source, "own"))
     for cut in range(0, len(source), 97):
         emitted = _read(source[:cut])
-        figures = _figures(emitted)
+        figures = sar_text.our_rows(emitted)
         assert all(whole[k] == v for k, v in figures.items())
         assert len(_letters(emitted)) <= 1
 
