@@ -174,6 +174,11 @@ def child(bodies_path: Path, extra_sql: str) -> None:
     stored = {}
     for table, expr in (("nmon_sections", "sum(length(arrayFlatten(rows.values)))"), ("nmon_labels", "count()")):
         stored[table] = int(ch.command(f"SELECT {expr} FROM {table}"))
+    stored["parts"] = int(  # what the merges left: a variant that merges less leaves more parts
+        ch.command(
+            "SELECT count() FROM system.parts WHERE active AND database = currentDatabase() AND table = 'nmon_sections'"
+        )
+    )
     figures = {
         "inserts": len(containers),
         "cpu_inserts": c1 - c0,
@@ -242,7 +247,8 @@ def main() -> int:
                 print(
                     f"  round {r + 1} {name:<12} {fig['inserts']:.0f} inserts: CPU {fig['cpu_inserts']:.2f} s, "
                     f"+ merges {fig['cpu_merged']:.2f} s, wall {fig['wall_inserts']:.2f} s; "
-                    f"values {fig['nmon_sections']:,.0f}, labels {fig['nmon_labels']:,.0f}; "
+                    f"values {fig['nmon_sections']:,.0f}, labels {fig['nmon_labels']:,.0f}, "
+                    f"nmon_sections parts {fig['parts']:.0f}; "
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
