@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import struct
 import subprocess
@@ -42,6 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src")]
 
+from fleetperf.avro_plan import encode_string  # noqa: E402
+from fleetperf.ingest.watermark import _varint as read_long  # noqa: E402 - an Avro long at a position
+
 MARK = "ENGINE_NMON "
 BUILTIN = {
     "views": "",
@@ -49,26 +53,6 @@ BUILTIN = {
     "no-sections": "DROP VIEW IF EXISTS nmon_sections_from_snapshots;",
     "avro-only": "DROP VIEW IF EXISTS nmon_labels_of_snapshots;\nDROP VIEW IF EXISTS nmon_sections_from_snapshots;",
 }
-
-
-def _varint(n: int) -> bytes:
-    z, out = n << 1, bytearray()  # zig-zag of a non-negative long
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _read_varint(body: bytes) -> tuple[int, int]:
-    shift = z = i = 0
-    while True:
-        b = body[i]
-        z |= (b & 0x7F) << shift
-        i += 1
-        if b < 0x80:
-            return (z >> 1) ^ -(z & 1), i
-        shift += 7
 
 
 def snapshot_bodies(path: Path) -> list[bytes]:
@@ -99,16 +83,15 @@ def snapshot_bodies(path: Path) -> list[bytes]:
 
 def as_host(body: bytes, host_id: str) -> bytes:
     """The body with its first field (host_id, nmon_snapshot.avsc) replaced."""
-    n, at = _read_varint(body)
-    name = host_id.encode()
-    return _varint(len(name)) + name + body[at + n :]
+    n, at = read_long(body, 0)
+    return encode_string(host_id) + body[at + n :]
 
 
 def write_bodies(path: Path, hosts: int, out: Path) -> tuple[int, int]:
     bodies = snapshot_bodies(path)
     if not bodies:
         raise SystemExit(f"{path}: no nmon snapshot read")
-    n, at = _read_varint(bodies[0])
+    n, at = read_long(bodies[0], 0)
     host = bodies[0][at : at + n].decode()
     count = size = 0
     with open(out, "wb") as f:
@@ -201,7 +184,7 @@ def run_variant(bodies: Path, sql: str, tmp: Path) -> dict[str, float]:
         text=True,
         check=False,
     )
-    subprocess.run(["rm", "-rf", str(state)], check=False)
+    shutil.rmtree(state, ignore_errors=True)
     line = next((x for x in proc.stdout.splitlines() if x.startswith(MARK)), None)
     if proc.returncode or line is None:
         raise SystemExit(f"variant failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
